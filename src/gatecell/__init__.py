@@ -1,0 +1,69 @@
+"""gatecell: a multi-model gateway, native in Jupyter.
+
+Importing the package is cheap on purpose: the client, the notebook layer and the local
+gateway load on first use, so ``import gatecell`` and ``%load_ext gatecell`` stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Gateway": "gatecell.wire.client",
+    "AsyncGateway": "gatecell.wire.client",
+    "Secret": "gatecell.wire.secret",
+    "dashboard": "gatecell.notebook.widgets.dashboard",
+    "GatecellError": "gatecell.wire.errors",
+    "ConfigError": "gatecell.wire.errors",
+    "InvalidRequest": "gatecell.wire.errors",
+    "APIError": "gatecell.wire.errors",
+    "APIConnectionError": "gatecell.wire.errors",
+    "APITimeoutError": "gatecell.wire.errors",
+    "RateLimitError": "gatecell.wire.errors",
+    "StreamError": "gatecell.wire.errors",
+    "JobError": "gatecell.wire.errors",
+}
+
+__all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
+
+if TYPE_CHECKING:
+    from gatecell.notebook.widgets.dashboard import dashboard
+    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.wire.errors import (
+        APIConnectionError,
+        APIError,
+        APITimeoutError,
+        ConfigError,
+        GatecellError,
+        InvalidRequest,
+        JobError,
+        RateLimitError,
+        StreamError,
+    )
+    from gatecell.wire.secret import Secret
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gatecell' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext gatecell``: register the magics."""
+    from gatecell.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from gatecell.notebook import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -1,0 +1,3 @@
+from gatecell.cli import main
+
+raise SystemExit(main())

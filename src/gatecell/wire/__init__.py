@@ -1,0 +1,1 @@
+"""The wire: settings, schemas, SSE and the HTTP client. Depends on httpx and pydantic only."""

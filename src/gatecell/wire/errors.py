@@ -1,0 +1,188 @@
+"""One exception hierarchy for everything that can go wrong talking to a gateway.
+
+Every error prints as one readable line: what failed, the status, and the gateway's own
+message (with any API key in it masked). The structured parts stay on attributes for code
+that wants them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "GatecellError",
+    "ConfigError",
+    "InvalidRequest",
+    "APIError",
+    "BadRequestError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "NotFoundError",
+    "ConflictError",
+    "RequestTooLargeError",
+    "RateLimitError",
+    "ServerError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "StreamError",
+    "JobError",
+    "error_message",
+    "status_error",
+]
+
+
+class GatecellError(Exception):
+    """Base class of every gatecell error."""
+
+
+class ConfigError(GatecellError):
+    """A setting is missing or malformed (no gateway address, say)."""
+
+
+class InvalidRequest(GatecellError, ValueError):
+    """A request broke a rule of SPEC 2/8; raised before anything is sent."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class APIError(GatecellError):
+    """The gateway answered with an error (an error status, or a 200 carrying an error)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        code: str | None = None,
+        type: str | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status = status
+        self.method = method
+        self.path = path
+        self.code = code
+        self.type = type
+        self.request_id = request_id
+        self.body = body
+        self.hint = hint
+        super().__init__(self._line())
+
+    def _line(self) -> str:
+        head = f"{self.status}" if self.status else "error"
+        if self.path:
+            head += f" from {self.method or 'POST'} {self.path}"
+        line = f"{head}: {self.message}"
+        if self.request_id:
+            line += f" (request id {self.request_id})"
+        if self.hint:
+            line += f". {self.hint}"
+        return line
+
+
+class BadRequestError(APIError):
+    """400."""
+
+
+class AuthenticationError(APIError):
+    """401: the key is missing or wrong."""
+
+
+class PermissionDeniedError(APIError):
+    """403: the key may not use this model or route."""
+
+
+class NotFoundError(APIError):
+    """404: unknown route or model."""
+
+
+class ConflictError(APIError):
+    """409."""
+
+
+class RequestTooLargeError(APIError):
+    """413."""
+
+
+class RateLimitError(APIError):
+    """429. ``retry_after`` holds the wait the gateway asked for, in seconds, if any."""
+
+    retry_after: float | None = None
+
+
+class ServerError(APIError):
+    """5xx: trouble at or behind the gateway."""
+
+
+class APIConnectionError(APIError):
+    """The gateway could not be reached, or the connection broke."""
+
+
+class APITimeoutError(APIConnectionError):
+    """Connect, request or stream-idle timeout."""
+
+
+class StreamError(APIError):
+    """A stream ended badly: an error event inside it, a cut connection, an idle timeout.
+
+    ``partial_text`` holds every fragment that arrived before it ended, so nothing is lost.
+    """
+
+    def __init__(self, message: str, *, partial_text: str = "", **kw: Any) -> None:
+        self.partial_text = partial_text
+        super().__init__(message, **kw)
+
+
+class JobError(GatecellError):
+    """A job-style task failed, or did not finish within the wait allowed."""
+
+    def __init__(self, message: str, *, job: Any = None) -> None:
+        self.job = job
+        super().__init__(message)
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: RequestTooLargeError,
+    429: RateLimitError,
+}
+
+
+def status_error(status: int | None) -> type[APIError]:
+    """The exception class for an HTTP status."""
+    if status is None:
+        return APIError
+    if status >= 500:
+        return ServerError
+    return _BY_STATUS.get(status, APIError)
+
+
+def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
+    """Recognise the error body shapes of WIRE-NOTES; return (message, code, type) or None.
+
+    Shapes: chat format ``{"error": {"message", "type", "code"}}``, native messages
+    ``{"type": "error", "error": {"type", "message"}}``, generate-content
+    ``{"error": {"code", "message", "status"}}``, and a bare ``{"error": "text"}``.
+    """
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error")
+    if isinstance(err, str):
+        return err, None, None
+    if isinstance(err, dict):
+        message = err.get("message") or err.get("msg") or str(err)
+        code = err.get("code")
+        kind = err.get("type") or err.get("status")
+        return str(message), None if code is None else str(code), None if kind is None else str(kind)
+    return None
