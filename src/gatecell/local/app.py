@@ -1,0 +1,176 @@
+"""The local gateway as a Starlette app: SPEC 4 routes, SPEC 5 auth, errors in each format.
+
+Every SPEC path is served twice, under ``/v1`` and under the unversioned base (SPEC 4 note 2).
+`Guard`, a plain ASGI layer, runs before routing: it checks the key, enforces the body cap
+(by Content-Length up front, by counting bytes for chunked bodies), and turns any unexpected
+exception into a clean 500 in the endpoint's format, logged without keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gatecell.wire.secret import redact
+
+from .auth import OPEN_PREFIXES, credential
+from .config import Config
+from .endpoints import chat, jobs, media, models, native, responses
+from .errors import Fail, error_response, format_for
+from .runtime import Runtime
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("gatecell.local")
+
+_KEY_HINT = {
+    "openai": "'Authorization: Bearer sk-...'",
+    "messages": "'x-api-key: sk-...' or 'Authorization: Bearer sk-...'",
+    "google": "'x-goog-api-key: sk-...'",
+}
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _routes(forward_unknown: bool) -> list[Route]:
+    versioned = [
+        ("/v1/chat/completions", chat.completions, ["POST"]),
+        ("/v1/messages", native.messages, ["POST"]),
+        ("/v1/responses", responses.responses, ["POST"]),
+        ("/v1/images/generations", media.images, ["POST"]),
+        ("/v1/audio/speech", media.speech, ["POST"]),
+        ("/v1/videos", jobs.create_video, ["POST"]),
+        ("/v1/videos/{id}", jobs.get_video, ["GET"]),
+        ("/v1/videos/{id}/content", jobs.video_content, ["GET"]),
+        ("/v1/models", models.list_models, ["GET"]),
+        ("/v1/models/{name:path}", models.get_model, ["GET"]),
+    ]
+    routes = [Route(path, fn, methods=methods) for path, fn, methods in versioned]
+    # SPEC 4 note 2: the same endpoints under the base address without a version.
+    routes += [Route(path[3:], fn, methods=methods) for path, fn, methods in versioned if path != "/v1/models/{name:path}"]
+    routes += [
+        Route("/v1beta/models/{target:path}", native.generate, methods=["POST"]),
+        Route("/models/{target:path}", _model_or_generate, methods=["GET", "POST"]),
+        Route("/imgjob/submit/imagine", jobs.submit_imagine, methods=["POST"]),
+        Route("/imgjob/task/{id}/fetch", jobs.fetch_imagine, methods=["GET"]),
+        Route("/musicjob/submit/music", jobs.submit_music, methods=["POST"]),
+        Route("/musicjob/fetch/{id}", jobs.fetch_music, methods=["GET"]),
+        Route("/files/{name}", media.files, methods=["GET"]),
+        Route("/health", _health, methods=["GET"]),
+    ]
+    if forward_unknown:
+        routes.append(Route("/{rest:path}", _forward, methods=_ALL_METHODS))
+    return routes
+
+
+async def _model_or_generate(request: Request) -> Response:
+    """Unversioned ``/models/...``: GET retrieves a model, POST is generate-content."""
+    if request.method == "POST":
+        return await native.generate(request)
+    request.path_params["name"] = request.path_params["target"]
+    return await models.get_model(request)
+
+
+async def _health(request: Request) -> Response:
+    return Response('{"status":"ok"}', media_type="application/json")
+
+
+async def _forward(request: Request) -> Response:
+    return await request.app.state.runtime.upstream.forward(request)
+
+
+async def _on_fail(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Fail)
+    return error_response(request.url.path, exc.status, exc.message, param=exc.param, code=exc.code)
+
+
+async def _on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        message = f"method {request.method} is not allowed on {path}; use {allowed or 'another method'}"
+        return error_response(path, 405, message, headers=exc.headers)
+    if exc.status_code == 404:
+        return error_response(path, 404, f"unknown route {request.method} {path}", code="unknown_route")
+    return error_response(path, exc.status_code, str(exc.detail))
+
+
+class Guard:
+    """Key check, body cap and last-resort error handling around the whole app."""
+
+    def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        headers = dict(scope["headers"])
+        if not path.startswith(OPEN_PREFIXES) and not self.runtime.keys.accept(credential(path, headers)):
+            message = f"missing or invalid API key; send it as {_KEY_HINT.get(format_for(path), _KEY_HINT['openai'])}"
+            await error_response(path, 401, message, code="invalid_api_key")(scope, receive, send)
+            return
+        cap = self.runtime.config.max_body
+        declared = headers.get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > cap:
+            status, why = (413, f"request body over the {cap} byte limit") if declared.isdigit() else (400, "bad Content-Length")
+            await error_response(path, status, why)(scope, receive, send)
+            return
+        started = False
+        seen = 0
+
+        async def capped() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > cap:
+                raise Fail(413, f"request body over the {cap} byte limit")
+            return message
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, capped, watch)
+        except Exception as exc:
+            keys = self.runtime.config.api_keys
+            trace = redact(traceback.format_exc(), *keys, self.runtime.config.upstream_key)
+            log.error("unexpected error on %s %s: %s", scope["method"], path, trace)
+            if not started:
+                await error_response(path, 500, f"internal error in the local gateway ({type(exc).__name__})")(
+                    scope, receive, send
+                )
+
+
+def create_app(config: Config | None = None, **options: Any) -> Starlette:
+    """The local gateway app; `options` are those of `Config.create` when no config is given."""
+    config = config or Config.create(**options)
+    runtime = Runtime.create(config)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette):
+        yield
+        if runtime.upstream is not None:
+            await runtime.upstream.aclose()
+
+    app = Starlette(
+        routes=_routes(forward_unknown=runtime.upstream is not None),
+        exception_handlers={Fail: _on_fail, HTTPException: _on_http},
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.add_middleware(Guard, runtime=runtime)
+    return app

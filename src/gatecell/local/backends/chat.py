@@ -1,0 +1,271 @@
+"""The offline chat model ``local-chat``: a rule-based stand-in, not a language model.
+
+It exists so that every conversation path works with no key and no network. Its replies are
+a pure function of the conversation (same input, same bytes), readable, and honest about what
+it is: it answers simple arithmetic, counting and "say X" requests, remembers a name told
+earlier in the conversation, follows a few system-prompt styles (uppercase, brief, JSON,
+pirate), and otherwise describes what it received.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Answer", "Turn", "answer", "compose", "tokenize", "count_tokens", "text_of"]
+
+Turn = tuple[str, str]  # (role, text)
+
+_TOKEN = re.compile(r"\s*\S+|\s+$")
+
+
+def tokenize(text: str) -> list[str]:
+    """Fragments (a word with its leading whitespace) whose concatenation is `text`."""
+    return _TOKEN.findall(text)
+
+
+def count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content in any common form: a string, or a list of blocks/parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return content["text"]
+        return text_of(content.get("parts") or content.get("content") or "")
+    if isinstance(content, list):
+        return "\n".join(t for t in (text_of(item) for item in content) if t)
+    return ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    tokens: list[str]
+    finish_reason: str  # "stop", or "length" when max_tokens cut the reply
+    prompt_tokens: int
+
+    @property
+    def text(self) -> str:
+        return "".join(self.tokens)
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.tokens)
+
+
+def answer(turns: list[Turn], system: str | None = None, max_tokens: int | None = None) -> Answer:
+    """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length"."""
+    system = "\n".join(text for role, text in turns if role == "system") if system is None else system
+    tokens = tokenize(compose(turns, system))
+    finish = "stop"
+    if max_tokens is not None and len(tokens) > max_tokens:
+        tokens, finish = tokens[:max_tokens], "length"
+    prompt_tokens = count_tokens(system or "") + sum(count_tokens(text) for role, text in turns if role != "system")
+    return Answer(tokens, finish, prompt_tokens)
+
+
+def compose(turns: list[Turn], system: str | None) -> str:
+    """The full reply text before any max_tokens cut."""
+    history = [(role, text) for role, text in turns if role != "system"]
+    question = next((text for role, text in reversed(history) if role == "user"), "").strip()
+    reply = _respond(question, history, system or "")
+    return _styled(reply, system or "")
+
+
+# -- rules, tried in order -------------------------------------------------------------
+
+
+def _respond(question: str, history: list[Turn], system: str) -> str:
+    if not question:
+        return "I did not receive a question. Send a user message and I will answer it."
+    for rule in (_arithmetic, _count, _echo, _name, _greeting, _identity):
+        reply = rule(question, history)
+        if reply:
+            return reply
+    return _describe(question, history, system)
+
+
+_WORD_OPS = [
+    (r"\bmultiplied by\b|\btimes\b|×", "*"),
+    (r"\bdivided by\b|÷", "/"),
+    (r"\bplus\b", "+"),
+    (r"\bminus\b", "-"),
+    (r"\bto the power of\b|\^", "**"),
+    (r"\bmod(?:ulo)?\b", "%"),
+]
+_EXPR = re.compile(r"[-+*/%().\d\s]*\d[-+*/%().\d\s]*")
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > 1e6):
+            raise ValueError("too large")
+        return _OPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.operand))
+    raise ValueError("not arithmetic")
+
+
+def _number(value: float) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
+
+
+def _arithmetic(question: str, history: list[Turn]) -> str | None:
+    text = question.lower()
+    for pattern, symbol in _WORD_OPS:
+        text = re.sub(pattern, f" {symbol} ", text)
+    for match in sorted(_EXPR.findall(text), key=len, reverse=True):
+        expr = " ".join(match.split()).strip(" .")
+        if len(expr) > 200 or not re.search(r"\d\s*(\*\*|[-+*/%])\s*[-+(]*\s*\d", expr):
+            continue
+        try:
+            value = _evaluate(ast.parse(expr, mode="eval").body)
+        except ZeroDivisionError:
+            return f"{expr} has no value: division by zero is undefined."
+        except (SyntaxError, ValueError, OverflowError, TypeError, RecursionError, MemoryError):
+            continue
+        return f"{expr} = {_number(value)}"
+    return None
+
+
+def _count(question: str, history: list[Turn]) -> str | None:
+    match = re.search(r"\bcount (?:from (\d+) )?to (\d+)\b", question, re.I)
+    if not match:
+        return None
+    start, stop = int(match.group(1) or 1), int(match.group(2))
+    if stop - start > 200 or stop < start:
+        return f"That is more counting than a stand-in model should do: {start} to {stop}."
+    return ", ".join(str(n) for n in range(start, stop + 1)) + "."
+
+
+def _echo(question: str, history: list[Turn]) -> str | None:
+    match = re.match(
+        r"^\s*(?:please\s+)?(?:say|repeat(?: after me)?|echo|reply with|respond with|answer with)"
+        r"(?:\s+(?:exactly|only|just))?\s*[:,]?\s*(.+)$",
+        question,
+        re.I | re.S,
+    )
+    if not match:
+        return None
+    said = match.group(1).strip()
+    if len(said) >= 2 and said[0] == said[-1] and said[0] in "\"'`“":
+        said = said[1:-1]
+    return said.strip() or None
+
+
+_NAME = re.compile(r"\bmy name is ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)", re.I)
+
+
+def _name(question: str, history: list[Turn]) -> str | None:
+    told = _NAME.search(question)
+    if told:
+        return f"Nice to meet you, {told.group(1)}. I will remember your name for the rest of this conversation."
+    if re.search(r"\bwhat(?:'s| is) my name\b", question, re.I):
+        for role, text in reversed(history[:-1]):
+            found = _NAME.search(text) if role == "user" else None
+            if found:
+                return f"Your name is {found.group(1)}."
+        return "You have not told me your name in this conversation."
+    return None
+
+
+def _greeting(question: str, history: list[Turn]) -> str | None:
+    if re.match(r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", question, re.I):
+        return (
+            "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
+            "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly."
+        )
+    return None
+
+
+def _identity(question: str, history: list[Turn]) -> str | None:
+    if re.search(r"\b(who|what) are you\b|\bwhich model\b|\bwhat model\b", question, re.I):
+        return (
+            "I am local-chat, a deterministic, rule-based stand-in that runs inside gatecell's "
+            "local gateway with no network and no key. I am not a language model: point gatecell "
+            "at a real gateway (GATECELL_BASE_URL and GATECELL_API_KEY) for real answers."
+        )
+    return None
+
+
+_STOP = set(
+    "a an the and or but if of to in on at for with by from is are was were be been am do does did "
+    "what which who whom whose why how when where can could would should will shall may might must "
+    "i you he she it we they me my your our their this that these those please tell about explain "
+    "give some any there here as into than then so not no yes just also very".split()
+)
+
+
+def _keywords(text: str, limit: int = 5) -> list[str]:
+    seen: list[str] = []
+    for word in re.findall(r"[A-Za-z][A-Za-z0-9'-]{2,}", text):
+        low = word.lower()
+        if low not in _STOP and low not in (w.lower() for w in seen):
+            seen.append(word)
+    return seen[:limit]
+
+
+def _describe(question: str, history: list[Turn], system: str) -> str:
+    words = question.split()
+    quote = " ".join(words[:24]) + (" …" if len(words) > 24 else "")
+    kind = "a question" if question.rstrip().endswith("?") else "a request" if len(words) > 1 else "a one-word message"
+    openers = ("You asked", "Your message", "I received")
+    opener = openers[hashlib.sha256(question.encode()).digest()[0] % len(openers)]
+    lines = [
+        f"{opener}: “{quote}”",
+        "",
+        "I am local-chat, gatecell's offline stand-in model, so I cannot really answer that. What I can tell:",
+        "",
+        f"- it is {kind} of {len(words)} word{'s' if len(words) != 1 else ''}",
+    ]
+    keys = _keywords(question)
+    if keys:
+        lines.append("- key terms: " + ", ".join(keys))
+    turns = sum(1 for role, _ in history if role == "user")
+    if turns > 1:
+        lines.append(f"- this is message {turns} of our conversation")
+    if system.strip():
+        lines.append(f"- my instructions: “{' '.join(system.split()[:20])}”")
+    lines += ["", "Point gatecell at a real gateway (GATECELL_BASE_URL, GATECELL_API_KEY) for real answers."]
+    return "\n".join(lines)
+
+
+def _styled(reply: str, system: str) -> str:
+    """Apply the few system-prompt instructions the stand-in understands."""
+    low = system.lower()
+    if re.search(r"\b(brief|concise|short|one sentence|one line|terse)\b", low):
+        reply = re.split(r"(?<=[.!?])\s|\n", reply.strip(), maxsplit=1)[0]
+    if "pirate" in low:
+        reply = "Arr! " + reply
+    if re.search(r"\b(uppercase|upper case|all caps|capital letters|shout)\b", low):
+        reply = reply.upper()
+    elif re.search(r"\blower ?case\b", low):
+        reply = reply.lower()
+    if re.search(r"\bjson\b", low):
+        reply = json.dumps({"answer": reply}, ensure_ascii=False)
+    return reply

@@ -1,0 +1,1 @@
+"""HTTP handlers, one module per family of SPEC 4 endpoints."""

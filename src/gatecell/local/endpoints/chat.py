@@ -1,0 +1,54 @@
+"""POST /v1/chat/completions (SPEC 2.1-2.4, 6) for ``local-chat``; other models go upstream."""
+
+from __future__ import annotations
+
+import secrets
+from typing import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gatecell.wire.schemas import ChatRequest
+
+from ..backends import chat
+from ..registry import CHAT
+from ..sse import DONE, event
+from .common import check, event_stream, json_response, now, pace_of, paced, read_json, remote, runtime, served
+
+
+async def completions(request: Request) -> Response:
+    rt = runtime(request)
+    body, data = await read_json(request)
+    if remote(rt, data.get("model")):
+        return await rt.upstream.forward(request, body)
+    req = check(ChatRequest, data)
+    served(req.model, CHAT)
+    answer = chat.answer([(m.role, m.content) for m in req.messages], max_tokens=req.max_tokens)
+    usage = {
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+    }
+    head = {"id": f"chatcmpl-{secrets.token_hex(12)}", "created": now(), "model": req.model}
+    if not req.stream:
+        message = {"role": "assistant", "content": answer.text, "refusal": None}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": answer.finish_reason}
+        return json_response({**head, "object": "chat.completion", "choices": [choice], "usage": usage})
+    options = data.get("stream_options")
+    with_usage = isinstance(options, dict) and options.get("include_usage") is True
+    return event_stream(_chunks(head, answer, usage if with_usage else None, pace_of(request, rt)))
+
+
+async def _chunks(head: dict, answer: chat.Answer, usage: dict | None, pace: float) -> AsyncIterator[bytes]:
+    head = {**head, "object": "chat.completion.chunk"}
+
+    def chunk(delta: dict, finish: str | None = None) -> bytes:
+        return event({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    async for token in paced(answer.tokens, pace):
+        yield chunk({"content": token})
+    yield chunk({}, answer.finish_reason)
+    if usage is not None:
+        yield event({**head, "choices": [], "usage": usage})
+    yield DONE

@@ -1,0 +1,220 @@
+"""The job flows of WIRE-NOTES: video (/v1/videos), job-style image (imgjob), music (musicjob).
+
+Each submit answers at once with a task id; polling shows the task advancing through its
+states with progress; the result is served by this gateway. Ids unknown here are asked of the
+upstream gateway when there is one (its jobs are polled through us too).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gatecell.wire.schemas import ImagineRequest, MusicRequest, VideoRequest
+
+from ..backends import imagine as flags
+from ..errors import Fail
+from ..jobs import Job
+from ..registry import VIDEOS
+from .common import check, json_response, read_json, remote, runtime, served
+from .media import file_url, size_of
+
+_VIDEO_STATUS = {"pending": "queued", "queued": "queued", "running": "in_progress", "done": "completed", "failed": "failed"}
+_TASK_STATUS = {"pending": "NOT_START", "queued": "SUBMITTED", "running": "IN_PROGRESS", "done": "SUCCESS", "failed": "FAILURE"}
+
+
+def _ms(t: float | None) -> int | None:
+    return int(t * 1000) if t else None
+
+
+async def _unknown(request: Request, what: str, job_id: str) -> Response:
+    rt = runtime(request)
+    if rt.upstream is not None:
+        return await rt.upstream.forward(request, b"")
+    raise Fail(404, f"no {what} task with id {job_id!r}")
+
+
+def _number(data: dict, name: str, default: float, low: float, high: float) -> float:
+    value = data.get(name, default)
+    try:
+        number = float(value)  # the video API sends seconds as a string ("4")
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not low <= number <= high:
+        raise Fail(400, f"{name} must be a number from {low:g} to {high:g}, got {value!r}", param=name)
+    return number
+
+
+# -- video ---------------------------------------------------------------------------------
+
+
+async def create_video(request: Request) -> Response:
+    rt = runtime(request)
+    body, data = await read_json(request)
+    if remote(rt, data.get("model")):
+        return await rt.upstream.forward(request, body)
+    req = check(VideoRequest, data)
+    served(req.model, VIDEOS)
+    seconds = _number(data, "seconds", 2.0, 0.5, 12.0)
+    size = data.get("size") or "320x240"
+    width, height = size_of(size) if isinstance(size, str) and _even_size(size) else (0, 0)
+    if not (64 <= width <= 1280 and 64 <= height <= 1280):
+        raise Fail(400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {size!r}", param="size")
+    from ..backends import video
+
+    render = functools.partial(video.render, req.prompt, seconds, width, height)
+    job = rt.jobs.submit("video", req.prompt, render, mime="video/mp4", ext="mp4", prefix="video_",
+                         meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"})
+    return json_response(_video(job))
+
+
+def _even_size(size: str) -> bool:
+    w, _, h = size.partition("x")
+    return w.isdigit() and h.isdigit() and int(w) % 2 == 0 and int(h) % 2 == 0
+
+
+def _video(job: Job) -> dict:
+    phase, progress = job.phase()
+    status = _VIDEO_STATUS[phase]
+    return {
+        "id": job.id,
+        "object": "video",
+        "model": job.meta["model"],
+        "status": status,
+        "progress": progress,
+        "created_at": int(job.created),
+        "completed_at": int(job.finished) if status == "completed" and job.finished else None,
+        "expires_at": None,
+        "prompt": job.prompt,
+        "seconds": f"{job.meta['seconds']:g}",
+        "size": job.meta["size"],
+        "remixed_from_video_id": None,
+        "error": {"code": "render_failed", "message": job.error} if job.error else None,
+    }
+
+
+async def get_video(request: Request) -> Response:
+    job = runtime(request).jobs.get("video", request.path_params["id"])
+    if job is None:
+        return await _unknown(request, "video", request.path_params["id"])
+    return json_response(_video(job))
+
+
+async def video_content(request: Request) -> Response:
+    rt = runtime(request)
+    job = rt.jobs.get("video", request.path_params["id"])
+    if job is None:
+        return await _unknown(request, "video", request.path_params["id"])
+    variant = request.query_params.get("variant", "video")
+    if variant != "video":
+        raise Fail(400, f"variant {variant!r} is not available from local-video; use variant=video", param="variant")
+    phase, progress = job.phase()
+    if phase == "failed":
+        raise Fail(400, f"video {job.id} failed: {job.error}")
+    if phase != "done":
+        raise Fail(400, f"video {job.id} is not ready yet ({_VIDEO_STATUS[phase]}, {progress}%)")
+    found = rt.media.get(job.file or "")
+    if found is None:
+        raise Fail(404, f"the content of video {job.id} has expired")
+    return Response(found[0], media_type="video/mp4")
+
+
+# -- job-style image -----------------------------------------------------------------------
+
+
+async def submit_imagine(request: Request) -> Response:
+    rt = runtime(request)
+    _, data = await read_json(request)
+    req = check(ImagineRequest, data)
+    try:
+        prompt, options = flags.parse(req.prompt)
+        width, height = flags.size_for(options)
+    except ValueError as exc:
+        raise Fail(400, f"prompt: {exc}", param="prompt") from None
+    if not prompt:
+        raise Fail(400, "prompt: must hold a description besides its --flags", param="prompt")
+    from ..backends import image
+
+    render = functools.partial(image.render, prompt, width, height)
+    meta = {"clean": prompt, "flags": options, "width": width, "height": height}
+    job = rt.jobs.submit("imagine", req.prompt, render, mime="image/png", ext="png", meta=meta)
+    return json_response({"code": 1, "description": "Submit success", "result": job.id, "properties": {}})
+
+
+async def fetch_imagine(request: Request) -> Response:
+    job = runtime(request).jobs.get("imagine", request.path_params["id"])
+    if job is None:
+        return await _unknown(request, "imagine", request.path_params["id"])
+    phase, progress = job.phase()
+    done = phase == "done"
+    return json_response(
+        {
+            "id": job.id,
+            "action": "IMAGINE",
+            "prompt": job.prompt,
+            "promptEn": job.meta["clean"],
+            "description": f"/imagine {job.prompt}",
+            "state": "",
+            "submitTime": _ms(job.created),
+            "startTime": _ms(job.created) if phase not in ("pending", "queued") else None,
+            "finishTime": _ms(job.finished) if done or phase == "failed" else None,
+            "imageUrl": file_url(request, job.file) if done and job.file else None,
+            "status": _TASK_STATUS[phase],
+            "progress": f"{progress}%",
+            "failReason": job.error,
+            "properties": {"flags": job.meta["flags"], "width": job.meta["width"], "height": job.meta["height"]},
+        }
+    )
+
+
+# -- job-style music -----------------------------------------------------------------------
+
+
+async def submit_music(request: Request) -> Response:
+    rt = runtime(request)
+    _, data = await read_json(request)
+    req = check(MusicRequest, data)
+    seconds = _number(data, "seconds", 4.0, 1.0, 30.0)
+    from ..backends import music
+
+    render = functools.partial(music.synthesize, req.prompt, req.style, seconds)
+    job = rt.jobs.submit("music", req.prompt, render, mime="audio/wav", ext="wav",
+                         meta={"style": req.style, "seconds": seconds})
+    return json_response({"code": "success", "message": "", "data": job.id})
+
+
+async def fetch_music(request: Request) -> Response:
+    job = runtime(request).jobs.get("music", request.path_params["id"])
+    if job is None:
+        return await _unknown(request, "music", request.path_params["id"])
+    phase, progress = job.phase()
+    done = phase == "done"
+    clips = []
+    if done and job.file:
+        clips.append(
+            {
+                "id": job.id,
+                "title": " ".join(job.prompt.split()[:8]),
+                "audio_url": file_url(request, job.file),
+                "image_url": None,
+                "tags": job.meta["style"] or "",
+                "duration": job.meta["seconds"],
+                "prompt": job.prompt,
+                "status": "complete",
+            }
+        )
+    task = {
+        "task_id": job.id,
+        "action": "MUSIC",
+        "status": _TASK_STATUS[phase],
+        "fail_reason": job.error or "",
+        "submit_time": int(job.created),
+        "start_time": int(job.created) if phase not in ("pending", "queued") else 0,
+        "finish_time": int(job.finished) if (done or phase == "failed") and job.finished else 0,
+        "progress": f"{progress}%",
+        "data": clips,
+    }
+    return json_response({"code": "success", "message": "", "data": task})
+

@@ -1,0 +1,28 @@
+"""GET /v1/models: the local models, merged with the upstream gateway's list when there is one."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import Fail
+from ..registry import MODELS, model_entry
+from .common import json_response, runtime
+
+
+async def list_models(request: Request) -> Response:
+    rt = runtime(request)
+    entries = [model_entry(m) for m in MODELS.values()]
+    if rt.upstream is not None:
+        entries += [m for m in await rt.upstream.models() if m["id"] not in MODELS]
+    return json_response({"object": "list", "data": entries})
+
+
+async def get_model(request: Request) -> Response:
+    rt = runtime(request)
+    name = request.path_params["name"]
+    if name in MODELS:
+        return json_response(model_entry(MODELS[name]))
+    if rt.upstream is not None:
+        return await rt.upstream.forward(request, b"")
+    raise Fail(404, f"model {name!r} not found", param="model", code="model_not_found")

@@ -1,0 +1,120 @@
+"""The native conversation formats for ``local-chat`` (WIRE-NOTES): messages and generate-content."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
+
+from ..backends import chat
+from ..errors import Fail
+from ..registry import MESSAGES
+from ..sse import event
+from .common import check, event_stream, json_response, pace_of, paced, read_json, remote, runtime, served
+
+_STOP = {"stop": "end_turn", "length": "max_tokens"}
+_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
+
+
+# -- POST /v1/messages -------------------------------------------------------------------
+
+
+async def messages(request: Request) -> Response:
+    rt = runtime(request)
+    body, data = await read_json(request)
+    if remote(rt, data.get("model")):
+        return await rt.upstream.forward(request, body)
+    req = check(MessagesRequest, data)
+    served(req.model, MESSAGES)
+    system = chat.text_of(data.get("system") or "")
+    answer = chat.answer([(m.role, chat.text_of(m.content)) for m in req.messages], system, req.max_tokens)
+    message = {
+        "id": f"msg_{secrets.token_hex(12)}",
+        "type": "message",
+        "role": "assistant",
+        "model": req.model,
+        "content": [{"type": "text", "text": answer.text}],
+        "stop_reason": _STOP[answer.finish_reason],
+        "stop_sequence": None,
+        "usage": {"input_tokens": answer.prompt_tokens, "output_tokens": answer.completion_tokens},
+    }
+    if not req.stream:
+        return json_response(message)
+    return event_stream(_message_events(message, answer, pace_of(request, rt)))
+
+
+async def _message_events(message: dict, answer: chat.Answer, pace: float) -> AsyncIterator[bytes]:
+    def ev(data: dict) -> bytes:
+        return event(data, data["type"])
+
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
+    yield ev({"type": "message_start", "message": start})
+    yield ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    yield ev({"type": "ping"})
+    async for token in paced(answer.tokens, pace):
+        yield ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}})
+    yield ev({"type": "content_block_stop", "index": 0})
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": answer.completion_tokens}})
+    yield ev({"type": "message_stop"})
+
+
+# -- POST /v1beta/models/<model>:generateContent | :streamGenerateContent -----------------
+
+
+async def generate(request: Request) -> Response:
+    rt = runtime(request)
+    model, _, method = request.path_params["target"].rpartition(":")
+    model = model.removeprefix("models/")
+    if method not in ("generateContent", "streamGenerateContent") or not model:
+        raise Fail(404, f"unknown method {request.path_params['target']!r}; use <model>:generateContent")
+    if remote(rt, model):
+        return await rt.upstream.forward(request)
+    _, data = await read_json(request)
+    req = check(GenerateContentRequest, data)
+    served(model, f"/v1beta/models/{model}:generateContent")
+    turns = [("assistant" if c.role == "model" else "user", chat.text_of(c.model_dump())) for c in req.contents]
+    system = chat.text_of(data.get("systemInstruction") or data.get("system_instruction") or "")
+    answer = chat.answer(turns, system, _max_output_tokens(data))
+    usage = {
+        "promptTokenCount": answer.prompt_tokens,
+        "candidatesTokenCount": answer.completion_tokens,
+        "totalTokenCount": answer.prompt_tokens + answer.completion_tokens,
+    }
+    response_id = secrets.token_hex(12)
+
+    def reply(text: str, finish: str | None) -> dict:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+        if finish:
+            candidate["finishReason"] = _FINISH[finish]
+        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+
+    if method == "generateContent":
+        return json_response(reply(answer.text, answer.finish_reason))
+    if request.query_params.get("alt") != "sse":  # the non-SSE streaming form is one JSON array
+        return json_response([reply(answer.text, answer.finish_reason)])
+    return event_stream(_content_events(reply, answer, pace_of(request, rt)))
+
+
+async def _content_events(reply: Any, answer: chat.Answer, pace: float) -> AsyncIterator[bytes]:
+    last = len(answer.tokens) - 1
+    i = 0
+    async for token in paced(answer.tokens, pace):
+        yield event(reply(token, answer.finish_reason if i == last else None))
+        i += 1
+    if last < 0:
+        yield event(reply("", answer.finish_reason))
+
+
+def _max_output_tokens(data: dict) -> int | None:
+    config = data.get("generationConfig") or data.get("generation_config") or {}
+    value = config.get("maxOutputTokens") if isinstance(config, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Fail(400, f"generationConfig.maxOutputTokens must be a positive integer, got {value!r}")
+    return value

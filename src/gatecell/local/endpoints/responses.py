@@ -1,0 +1,143 @@
+"""POST /v1/responses for ``local-reasoner`` (WIRE-NOTES "Responses"), streaming or not."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gatecell.wire.schemas import ResponsesRequest
+
+from ..backends import chat
+from ..backends.reasoning import EFFORTS, Thought, think
+from ..errors import Fail
+from ..registry import RESPONSES
+from ..sse import event
+from .common import check, event_stream, json_response, pace_of, paced, read_json, remote, runtime, served
+
+
+async def responses(request: Request) -> Response:
+    rt = runtime(request)
+    body, data = await read_json(request)
+    if remote(rt, data.get("model")):
+        return await rt.upstream.forward(request, body)
+    req = check(ResponsesRequest, data)
+    served(req.model, RESPONSES)
+    effort = req.reasoning.effort if req.reasoning else None
+    if effort is not None and effort not in EFFORTS:
+        raise Fail(400, f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {effort!r}", param="reasoning.effort")
+    limit = data.get("max_output_tokens")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise Fail(400, f"max_output_tokens must be a positive integer, got {limit!r}", param="max_output_tokens")
+    instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
+    thought = think(_turns(req.input), effort, instructions, limit)
+    shell = _shell(req.model, effort or "medium", instructions)
+    if not req.stream:
+        return json_response(_finished(shell, thought))
+    return event_stream(_events(shell, thought, pace_of(request, rt)))
+
+
+def _turns(input: str | list[Any]) -> list[chat.Turn]:
+    if isinstance(input, str):
+        return [("user", input)]
+    turns: list[chat.Turn] = []
+    for item in input:
+        if isinstance(item, dict) and item.get("role") in ("user", "assistant", "system", "developer"):
+            role = "system" if item["role"] == "developer" else item["role"]
+            turns.append((role, chat.text_of(item.get("content", ""))))
+        elif isinstance(item, (str, dict)):
+            turns.append(("user", chat.text_of(item)))
+    return turns
+
+
+def _shell(model: str, effort: str, instructions: str | None) -> dict[str, Any]:
+    return {
+        "id": f"resp_{secrets.token_hex(12)}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "usage": None,
+        "reasoning": {"effort": effort, "summary": "auto"},
+        "instructions": instructions,
+        "error": None,
+        "incomplete_details": None,
+        "metadata": {},
+        "parallel_tool_calls": False,
+        "temperature": None,
+        "top_p": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "text": {"format": {"type": "text"}},
+    }
+
+
+def _items(thought: Thought) -> tuple[dict, dict]:
+    reasoning = {
+        "id": f"rs_{secrets.token_hex(12)}",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": thought.summary}] if thought.summary else [],
+    }
+    message = {
+        "id": f"msg_{secrets.token_hex(12)}",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": thought.answer.text, "annotations": []}],
+    }
+    return reasoning, message
+
+
+def _finished(shell: dict, thought: Thought, items: tuple[dict, dict] | None = None) -> dict:
+    answer = thought.answer
+    cut = answer.finish_reason == "length"
+    output = answer.completion_tokens + thought.reasoning_tokens
+    return {
+        **shell,
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": list(items or _items(thought)),
+        "usage": {
+            "input_tokens": answer.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": output,
+            "output_tokens_details": {"reasoning_tokens": thought.reasoning_tokens},
+            "total_tokens": answer.prompt_tokens + output,
+        },
+    }
+
+
+async def _events(shell: dict, thought: Thought, pace: float) -> AsyncIterator[bytes]:
+    seq = 0
+
+    def ev(kind: str, **fields: Any) -> bytes:
+        nonlocal seq
+        seq += 1
+        return event({"type": kind, "sequence_number": seq - 1, **fields}, kind)
+
+    reasoning, message = _items(thought)
+    yield ev("response.created", response=shell)
+    yield ev("response.in_progress", response=shell)
+    yield ev("response.output_item.added", output_index=0, item={**reasoning, "summary": []})
+    if thought.summary:
+        ids = {"item_id": reasoning["id"], "output_index": 0, "summary_index": 0}
+        yield ev("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
+        async for token in paced(chat.tokenize(thought.summary), pace):
+            yield ev("response.reasoning_summary_text.delta", **ids, delta=token)
+        yield ev("response.reasoning_summary_text.done", **ids, text=thought.summary)
+        yield ev("response.reasoning_summary_part.done", **ids, part=reasoning["summary"][0])
+    yield ev("response.output_item.done", output_index=0, item=reasoning)
+    yield ev("response.output_item.added", output_index=1, item={**message, "status": "in_progress", "content": []})
+    ids = {"item_id": message["id"], "output_index": 1, "content_index": 0}
+    yield ev("response.content_part.added", **ids, part={"type": "output_text", "text": "", "annotations": []})
+    async for token in paced(thought.answer.tokens, pace):
+        yield ev("response.output_text.delta", **ids, delta=token, logprobs=[])
+    yield ev("response.output_text.done", **ids, text=thought.answer.text, logprobs=[])
+    yield ev("response.content_part.done", **ids, part=message["content"][0])
+    yield ev("response.output_item.done", output_index=1, item=message)
+    final = _finished(shell, thought, (reasoning, message))
+    yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", response=final)

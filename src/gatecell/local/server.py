@@ -1,0 +1,58 @@
+"""``gatecell serve``: the local gateway as a standalone server."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from gatecell.wire.secret import redact
+
+from .config import DEFAULT_MAX_BODY, Config, new_key
+
+__all__ = ["serve", "new_key"]
+
+
+class _Redact(logging.Filter):
+    """Masks anything key-shaped in log records (access logs carry paths and query strings)."""
+
+    def __init__(self, *secrets: Any) -> None:
+        super().__init__()
+        self._secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage(), *self._secrets)
+        record.args = ()
+        return True
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_keys: list[str] | str | None = None,
+    upstream: str | None = None,
+    upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
+    pace: float | None = None,
+    max_body: int | None = DEFAULT_MAX_BODY,
+    log_level: str = "info",
+    job_seconds: float | None = None,
+) -> None:
+    """Run until interrupted. Keys come from `api_keys`, else GATECELL_LOCAL_KEYS, else one
+    random ``sk-local-...`` key, printed once so the user can configure a client with it."""
+    import uvicorn
+
+    from .app import create_app
+
+    config = Config.create(
+        api_keys, pace=pace, job_seconds=job_seconds, max_body=max_body, upstream=upstream, upstream_key_env=upstream_key_env
+    )
+    shown = f"http://{'localhost' if host in ('0.0.0.0', '::') else host}:{port}"
+    print(f"gatecell: local gateway at {shown} (clients use {shown}/v1)", file=sys.stderr)
+    if config.generated_key:
+        print(f"gatecell: API key {config.api_keys[0].reveal()}", file=sys.stderr)
+    if upstream:
+        print(f"gatecell: forwarding other models to {config.upstream}", file=sys.stderr)
+    guard = _Redact(*config.api_keys, config.upstream_key)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "gatecell.local"):
+        logging.getLogger(name).addFilter(guard)
+    uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, backlog=2048, timeout_keep_alive=30)
