@@ -1,0 +1,115 @@
+"""The ``gatecell`` command, run as a real subprocess against real gateways on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+CLI = [sys.executable, "-m", "gatecell"]
+
+
+def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
+    return subprocess.run(
+        [*CLI, *args], env={**base, **(env or {})}, input=input, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def gateway_env(local_gateway) -> dict[str, str]:
+    return {"GATECELL_BASE_URL": local_gateway.base_url, "GATECELL_API_KEY": local_gateway.api_key.reveal()}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_chat_streams_the_same_text_as_a_whole_reply(gateway_env):
+    streamed = run("chat", "Name three colours.", env=gateway_env)
+    whole = run("chat", "--no-stream", "Name three colours.", env=gateway_env)
+    assert streamed.returncode == 0, streamed.stderr
+    assert whole.returncode == 0, whole.stderr
+    assert streamed.stdout.strip()
+    assert streamed.stdout == whole.stdout
+
+
+def test_chat_reads_stdin_and_uses_system_prompt(gateway_env):
+    plain = run("chat", "-", env=gateway_env, input="hello there")
+    with_system = run("chat", "-s", "Answer like a pirate.", "-", env=gateway_env, input="hello there")
+    assert plain.returncode == 0 and with_system.returncode == 0
+    assert plain.stdout.strip() and plain.stdout != with_system.stdout
+
+
+def test_models_lists_the_local_models(gateway_env):
+    out = run("models", env=gateway_env)
+    assert out.returncode == 0, out.stderr
+    ids = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+    assert {"local-chat", "local-reasoner"} <= ids
+
+
+def test_wrong_key_is_one_line_without_the_key(gateway_env):
+    bad = "sk-wrong-" + "x" * 24
+    out = run("chat", "hi", env={**gateway_env, "GATECELL_API_KEY": bad})
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "401" in lines[0] and "Traceback" not in out.stderr
+    assert bad not in out.stderr + out.stdout
+
+
+def test_out_of_range_temperature_is_refused_before_any_request():
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: a request would fail differently
+    out = run("chat", "-t", "3", "hi", env={"GATECELL_BASE_URL": closed, "GATECELL_API_KEY": "sk-" + "a" * 30})
+    assert out.returncode == 1
+    assert out.stderr.strip() == "gatecell: temperature: must be between 0 and 2, got 3.0"
+
+
+def test_unreachable_gateway_is_one_line():
+    closed = f"http://127.0.0.1:{free_port()}"
+    out = run("models", env={"GATECELL_BASE_URL": closed})
+    assert out.returncode == 1
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_without_settings_the_embedded_gateway_answers():
+    out = run("chat", "--no-stream", "hello")
+    assert out.returncode == 0, out.stderr
+    assert "embedded local" in out.stderr and "GATECELL_BASE_URL" in out.stderr
+    assert out.stdout.strip()
+
+
+def test_serve_answers_with_the_given_key_and_refuses_others():
+    port, key = free_port(), "sk-cli-" + "k" * 24
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GATECELL_")}
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", str(port), "--api-key", key, "--log-level", "warning"],
+        env=base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/v1/models"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                ok = httpx.get(url, headers={"Authorization": f"Bearer {key}"})
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read()
+                assert time.monotonic() < deadline, "gatecell serve did not start"
+                time.sleep(0.1)
+        assert ok.status_code == 200
+        assert any(m["id"] == "local-chat" for m in ok.json()["data"])
+        assert httpx.get(url, headers={"Authorization": "Bearer sk-other-" + "o" * 20}).status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
