@@ -51,13 +51,13 @@ def _routes(forward_unknown: bool) -> list[Route]:
         ("/v1/videos/{id}", jobs.get_video, ["GET"]),
         ("/v1/videos/{id}/content", jobs.video_content, ["GET"]),
         ("/v1/models", models.list_models, ["GET"]),
-        ("/v1/models/{name:path}", models.get_model, ["GET"]),
     ]
     routes = [Route(path, fn, methods=methods) for path, fn, methods in versioned]
     # SPEC 4 note 2: the same endpoints under the base address without a version.
-    routes += [Route(path[3:], fn, methods=methods) for path, fn, methods in versioned if path != "/v1/models/{name:path}"]
+    routes += [Route(path[3:], fn, methods=methods) for path, fn, methods in versioned]
     routes += [
         Route("/v1beta/models/{target:path}", native.generate, methods=["POST"]),
+        Route("/v1/models/{target:path}", _model_or_generate, methods=["GET", "POST"]),
         Route("/models/{target:path}", _model_or_generate, methods=["GET", "POST"]),
         Route("/imgjob/submit/imagine", jobs.submit_imagine, methods=["POST"]),
         Route("/imgjob/task/{id}/fetch", jobs.fetch_imagine, methods=["GET"]),
@@ -72,7 +72,7 @@ def _routes(forward_unknown: bool) -> list[Route]:
 
 
 async def _model_or_generate(request: Request) -> Response:
-    """Unversioned ``/models/...``: GET retrieves a model, POST is generate-content."""
+    """``/v1/models/...`` and ``/models/...``: GET retrieves a model, POST is generate-content."""
     if request.method == "POST":
         return await native.generate(request)
     request.path_params["name"] = request.path_params["target"]

@@ -12,6 +12,8 @@ import hmac
 
 from gatecell.wire.secret import Secret
 
+from .errors import is_generate_content
+
 __all__ = ["Keys", "credential"]
 
 # Paths that answer without a key: capability URLs of generated media, and the health probe.
@@ -33,7 +35,7 @@ class Keys:
 
 def credential(path: str, headers: dict[bytes, bytes]) -> bytes | None:
     """The key the request presents, from the header its endpoint allows."""
-    if path.startswith(("/v1beta/", "/models/")):
+    if is_generate_content(path):
         native = headers.get(b"x-goog-api-key")
         if native:
             return native.strip()

@@ -12,7 +12,7 @@ import json
 
 from starlette.responses import Response
 
-__all__ = ["Fail", "format_for", "error_response"]
+__all__ = ["Fail", "format_for", "error_response", "is_generate_content"]
 
 _OPENAI_TYPES = {
     400: "invalid_request_error",
@@ -53,11 +53,19 @@ class Fail(Exception):
         self.code = code
 
 
+def is_generate_content(path: str) -> bool:
+    """``/v1beta/models/<m>:<method>``, and the same under ``/v1`` (the Google SDK's default
+    api version) or the unversioned base."""
+    if path.startswith("/v1beta/"):
+        return True
+    return path.startswith(("/models/", "/v1/models/")) and ":" in path
+
+
 def format_for(path: str) -> str:
     """Which error format a path answers in: openai, messages, google, imgjob or musicjob."""
     if path.startswith("/v1/messages") or path.startswith("/messages"):
         return "messages"
-    if path.startswith("/v1beta/") or (path.startswith("/models/") and ":" in path):
+    if is_generate_content(path):
         return "google"
     if path.startswith("/imgjob/"):
         return "imgjob"

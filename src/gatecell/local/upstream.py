@@ -19,7 +19,7 @@ from starlette.responses import Response, StreamingResponse
 from gatecell.wire.secret import Secret, redact
 from gatecell.wire.settings import root_url
 
-from .errors import Fail
+from .errors import Fail, is_generate_content
 
 __all__ = ["Upstream"]
 
@@ -62,7 +62,7 @@ class Upstream:
         if self._key:
             key = self._key.reveal().encode()
             path = request.url.path
-            if path.startswith(("/v1beta/", "/models/")):
+            if is_generate_content(path):
                 headers.append((b"x-goog-api-key", key))
             elif path.startswith(("/v1/messages", "/messages")):
                 headers.append((b"x-api-key", key))
