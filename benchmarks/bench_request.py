@@ -1,0 +1,90 @@
+"""Client CPU per non-streaming chat completion: gatecell vs bare httpx vs the openai SDK.
+
+A neutral server in another process (_neutral.py) answers every chat completion with the
+same small reply from a cache. In this process each contender makes ``--requests`` calls
+one after the other on a kept-alive connection; ``time.process_time()`` around them is its
+CPU cost. Contenders take turns within every repetition; the median is reported.
+
+    .venv/bin/python benchmarks/bench_request.py [--requests 2000] [--reps 5] [--profile]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from _common import BENCH_KEY, Child, chat_body, cpu_benchmark, summary_row
+
+MODEL = "bench-model"
+MESSAGES = chat_body(MODEL)["messages"]
+REPLY = "Hello from the neutral server."
+
+Caller = Callable[[int], int]  # makes n requests, returns how many came back right
+
+
+def gatecell_caller(server: Child) -> Caller:
+    from gatecell import Gateway
+
+    gw = Gateway(base_url=server.url, api_key=BENCH_KEY)
+
+    def call(n: int) -> int:
+        return sum(gw.chat(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n))
+
+    return call
+
+
+def bare_caller(server: Child) -> Caller:
+    import httpx
+
+    client = httpx.Client()
+    url = f"{server.url}/v1/chat/completions"
+    headers = {"Authorization": f"Bearer {BENCH_KEY}"}
+    body = chat_body(MODEL)
+
+    def call(n: int) -> int:
+        return sum(
+            client.post(url, json=body, headers=headers).json()["choices"][0]["message"]["content"] == REPLY
+            for _ in range(n)
+        )
+
+    return call
+
+
+def openai_caller(server: Child) -> Caller:
+    import openai
+
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=BENCH_KEY)
+
+    def call(n: int) -> int:
+        create = client.chat.completions.create
+        return sum(create(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n))
+
+    return call
+
+
+CONTENDERS = {"gatecell": gatecell_caller, "bare httpx": bare_caller, "openai": openai_caller}
+
+
+def summarize(per_request: dict[str, float]) -> list[dict]:
+    gc_us, bare_us, oa_us = per_request["gatecell"], per_request["bare httpx"], per_request["openai"]
+    within = gc_us / bare_us
+    print(f"\ngatecell / bare = {within:.2f}x (target <= 1.2x)   openai / bare = {oa_us / bare_us:.2f}x")
+    return [
+        summary_row("request CPU vs bare httpx", f"{gc_us:.0f} us", f"bare {bare_us:.0f} us",
+                    within, "<= 1.2x", within <= 1.2),
+        summary_row("request CPU vs openai (info)", f"{gc_us:.0f} us", f"openai {oa_us:.0f} us",
+                    oa_us / gc_us, "info (x lower)", None),
+    ]  # fmt: skip
+
+
+if __name__ == "__main__":
+    cpu_benchmark(
+        "bench_request",
+        __doc__,
+        CONTENDERS,
+        unit="request",
+        default_n=2000,
+        method="Neutral loopback server in a separate process answers a small chat completion from a cache. "
+        "Client CPU = time.process_time() around n sequential keep-alive requests, median of reps, "
+        "contenders interleaved.",
+        summarize=summarize,
+    )
