@@ -25,6 +25,7 @@ __all__ = [
     "APIConnectionError",
     "APITimeoutError",
     "StreamError",
+    "StreamTimeoutError",
     "JobError",
     "error_message",
     "status_error",
@@ -138,6 +139,10 @@ class StreamError(APIError):
     def __init__(self, message: str, *, partial_text: str = "", **kw: Any) -> None:
         self.partial_text = partial_text
         super().__init__(message, **kw)
+
+
+class StreamTimeoutError(StreamError, APITimeoutError):
+    """A stream sent no event within the idle timeout (keep-alive comments do not count)."""
 
 
 class JobError(GatecellError):

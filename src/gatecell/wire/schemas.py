@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import InvalidRequest
 
@@ -196,6 +196,12 @@ class ChatCompletion(BaseModel):
     model: str = ""
     choices: list[Choice] = Field(default_factory=list)
     usage: Usage | None = None
+    _meta: Any = PrivateAttr(default=None)
+
+    @property
+    def meta(self) -> Any:
+        """The client's `ResponseMeta` (path, latency, request id); None when built by hand."""
+        return self._meta
 
     @property
     def text(self) -> str:

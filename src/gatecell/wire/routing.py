@@ -1,0 +1,107 @@
+"""Which models must go to /v1/responses, and how a chat request looks there (sans-IO).
+
+SPEC 1 and 4 note 3 say reasoning models must be called through /v1/responses, but no
+list of them exists. So the client learns it three ways: from the model list when the
+gateway says which endpoints a model supports, from configurable name patterns, and from
+the gateway's own refusal on chat completions (then it retries once and remembers).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from fnmatch import fnmatchcase
+from typing import Any, Iterable, Pattern, Union
+
+from .dialects import chat_usage
+from .errors import APIError
+from .results import Model, reply_reasoning, reply_text
+
+__all__ = ["Router", "DEFAULT_PATTERNS", "responses_only", "to_responses", "to_chat"]
+
+# Models known to be served by the responses endpoint only. Globs, matched case-insensitively.
+DEFAULT_PATTERNS: tuple[str, ...] = ("o1-pro*", "o3-pro*", "gpt-5-pro*", "*-deep-research*", "codex-mini*", "gpt-5*-codex*")
+
+_REFUSAL = re.compile(r"v1/responses|responses (api|endpoint)|only supported (in|by|on|with) .*responses", re.IGNORECASE)
+_CHAT_MARKS = {"/v1/chat/completions", "openai", "chat", "chat/completions"}
+_RESPONSES_MARKS = {"/v1/responses", "openai-response", "responses"}
+
+PatternLike = Union[str, Pattern[str]]
+
+
+def responses_only(endpoints: Iterable[str]) -> bool | None:
+    """From a model's ``supported_endpoints`` / ``supported_endpoint_types``: True, False or unknown."""
+    marks = {e.lower() for e in endpoints if isinstance(e, str)}
+    if marks & _RESPONSES_MARKS and not marks & _CHAT_MARKS:
+        return True
+    if marks & _CHAT_MARKS:
+        return False
+    return None
+
+
+class Router:
+    """Decides chat completions or responses for a model name."""
+
+    def __init__(self, patterns: Iterable[PatternLike] | None = None) -> None:
+        self.patterns: tuple[PatternLike, ...] = DEFAULT_PATTERNS if patterns is None else tuple(patterns)
+        self._known: dict[str, bool] = {}  # model -> needs responses, learned from the gateway
+
+    def wants_responses(self, model: str) -> bool:
+        known = self._known.get(model)
+        if known is not None:
+            return known
+        name = model.lower()
+        return any(p.search(model) if isinstance(p, re.Pattern) else fnmatchcase(name, p.lower()) for p in self.patterns)
+
+    def learn(self, models: Iterable[Model]) -> None:
+        """Take what a model list says about endpoints."""
+        for model in models:
+            verdict = responses_only(model.endpoints) if model.endpoints else None
+            if verdict is not None:
+                self._known[model.id] = verdict
+
+    def remember(self, model: str) -> None:
+        self._known[model] = True
+
+    @staticmethod
+    def is_refusal(error: APIError) -> bool:
+        """The gateway saying, on chat completions, that the model belongs to /v1/responses."""
+        return error.status in (400, 404, 422) and bool(_REFUSAL.search(error.message or ""))
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else str(content)
+
+
+def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
+    """A chat request body as a responses body: system messages become ``instructions``,
+    a lone user message becomes the ``input`` string (SPEC 2.5), a longer exchange a list."""
+    body = {k: v for k, v in chat.items() if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")}
+    messages = chat["messages"]
+    system = [_text(m["content"]) for m in messages if m["role"] == "system"]
+    turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+    if system:
+        body["instructions"] = "\n\n".join(system)
+    body["input"] = turns[0]["content"] if len(turns) == 1 and turns[0]["role"] == "user" else turns
+    if chat.get("max_tokens") is not None:
+        body["max_output_tokens"] = chat["max_tokens"]
+    if chat.get("reasoning_effort"):
+        body["reasoning"] = {"effort": chat["reasoning_effort"]}
+    return body
+
+
+def to_chat(body: Any, model: str) -> dict[str, Any]:
+    """A responses reply as a chat completion dict (SPEC 2.3), for `gw.chat` on a reasoning model."""
+    body = body if isinstance(body, dict) else {}
+    message: dict[str, Any] = {"role": "assistant", "content": reply_text(body) or ""}
+    reasoning = reply_reasoning(body)
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return {
+        "id": body.get("id") or "",
+        "object": "chat.completion",
+        "created": int(body.get("created_at") or time.time()),
+        "model": body.get("model") or model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "length" if body.get("status") == "incomplete" else "stop"}],
+        "usage": chat_usage(body.get("usage")),
+    }

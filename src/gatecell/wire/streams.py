@@ -1,0 +1,170 @@
+"""Streams handed to the caller: iterate for text fragments, read the whole reply after.
+
+The parsing is in `dialects` (sans-IO); these classes only pull bytes from the response
+and make sure the connection is closed however iteration ends: exhausted, broken off,
+an error, or a KeyboardInterrupt. Whatever arrived stays in ``.text``. Nothing here
+retries: once content has been delivered, re-sending would duplicate it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, AsyncIterator, Iterator
+
+import httpx
+
+from .dialects import Decoder, chat_usage
+from .errors import StreamError, StreamTimeoutError
+from .results import ResponseMeta
+from .schemas import ChatCompletion, Usage
+
+__all__ = ["TextStream", "AsyncTextStream", "ChatStream", "AsyncChatStream"]
+
+
+class _Stream:
+    """What sync and async streams share: the state of the reply so far."""
+
+    def __init__(self, response: httpx.Response, decoder: Decoder, meta: ResponseMeta) -> None:
+        self._response = response
+        self._decoder = decoder
+        self._started = False
+        self.meta = meta
+
+    @property
+    def text(self) -> str:
+        """All text so far, also after an error or an interrupt."""
+        return self._decoder.text
+
+    @property
+    def reasoning(self) -> str | None:
+        return "".join(self._decoder.reasoning_parts) or None
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._decoder.finish_reason
+
+    @property
+    def id(self) -> str | None:
+        return self._decoder.id
+
+    @property
+    def model(self) -> str | None:
+        return self._decoder.model or self.meta.model
+
+    @property
+    def usage(self) -> Any:
+        return self._decoder.usage
+
+    @property
+    def raw_events(self) -> list[Any]:
+        """Parsed JSON of every event (native streams; chat streams keep none, for speed)."""
+        return self._decoder.raw_events
+
+    def completion(self) -> ChatCompletion:
+        """A `ChatCompletion` built from what has arrived."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        completion = ChatCompletion.model_validate(
+            {
+                "id": self.id or "",
+                "created": int(time.time()),
+                "model": self.model or "",
+                "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+                "usage": chat_usage(self._decoder.usage),
+            }
+        )
+        completion._meta = self.meta
+        return completion
+
+    def _begin(self) -> bool:
+        first, self._started = not self._started, True
+        return first
+
+    def _broken(self, exc: httpx.HTTPError) -> StreamError:
+        cls = StreamTimeoutError if isinstance(exc, httpx.TimeoutException) else StreamError
+        what = "no data within the idle timeout" if cls is StreamTimeoutError else "the connection broke mid-stream"
+        return cls(f"{what} ({type(exc).__name__})", partial_text=self.text, path=self.meta.endpoint, request_id=self.meta.request_id)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.meta.endpoint} model={self.model!r} chars={len(self.text)} finish_reason={self.finish_reason!r}>"
+
+
+class TextStream(_Stream):
+    """A native stream (messages, generate-content, responses): iterate for ``str`` fragments."""
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._begin():
+            return
+        decoder = self._decoder
+        try:
+            for raw in self._response.iter_bytes():
+                yield from decoder.feed(raw)
+            yield from decoder.finish()
+        except httpx.HTTPError as exc:
+            raise self._broken(exc) from None
+        finally:
+            self._response.close()
+
+    def read(self) -> str:
+        """Consume the rest of the stream; return the whole text."""
+        for _ in self:
+            pass
+        return self.text
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> TextStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncTextStream(_Stream):
+    """`TextStream` for ``async for``."""
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        if not self._begin():
+            return
+        decoder = self._decoder
+        try:
+            async for raw in self._response.aiter_bytes():
+                for fragment in decoder.feed(raw):
+                    yield fragment
+            for fragment in decoder.finish():
+                yield fragment
+        except httpx.HTTPError as exc:
+            raise self._broken(exc) from None
+        finally:
+            await self._response.aclose()
+
+    async def read(self) -> str:
+        async for _ in self:
+            pass
+        return self.text
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+    async def __aenter__(self) -> AsyncTextStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _ChatUsage:
+    @property
+    def usage(self) -> Usage | None:
+        usage = chat_usage(self._decoder.usage)  # type: ignore[attr-defined]
+        return None if usage is None else Usage.model_validate(usage)
+
+
+class ChatStream(_ChatUsage, TextStream):
+    """A chat completion stream (SPEC 6), also for reasoning models routed to /v1/responses."""
+
+
+class AsyncChatStream(_ChatUsage, AsyncTextStream):
+    """`ChatStream` for ``async for``."""
