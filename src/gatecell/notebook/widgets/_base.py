@@ -1,0 +1,239 @@
+"""What every panel shares: a gateway, the model list, a one-line status, background work.
+
+Panels hold the gateway as a plain Python attribute, never as a trait: traits are synced to
+the browser and saved with the notebook's widget state, and the gateway carries the key.
+Requests run in daemon threads so that a click never blocks the kernel; widget values set
+from those threads reach the frontend through the kernel's thread-safe iopub channel.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+if TYPE_CHECKING:
+    from gatecell.wire.client import Gateway
+
+__all__ = [
+    "ENDPOINTS",
+    "Panel",
+    "error_line",
+    "latency_text",
+    "list_models",
+    "button",
+    "media_widget",
+    "model_ids",
+    "prompt_box",
+    "start_thread",
+    "text_html",
+]
+
+# Substrings of the paths a model may declare in its /v1/models entry, per panel kind.
+ENDPOINTS: dict[str, tuple[str, ...]] = {
+    "chat": ("chat/completions", "responses"),
+    "image": ("images/generations",),
+    "speech": ("audio/speech",),
+    "video": ("videos",),
+}
+
+
+_own_session: Any = None
+
+
+def resolve_gateway(gateway: Gateway | None) -> Gateway:
+    """The given gateway, else the notebook's one (settings, or the embedded local gateway)."""
+    if gateway is not None:
+        return gateway
+    return _notebook_session().gateway
+
+
+def _notebook_session() -> Any:
+    """The magics' session when ``%load_ext gatecell`` ran in this shell, so that
+    ``%gatecell key`` and ``%config Gatecell.base_url`` apply to the panels too; otherwise
+    (Voila, a plain kernel) one session of the panels' own, made the same way."""
+    global _own_session
+    from IPython import get_ipython
+
+    from gatecell import notebook
+
+    shell = get_ipython()
+    state = notebook._STATE.get(id(shell)) if shell is not None else None
+    if state is not None:
+        return state["magics"].session
+    if _own_session is None:
+        from gatecell.notebook.config import Gatecell
+        from gatecell.notebook.session import NotebookSession
+
+        _own_session = NotebookSession(Gatecell(parent=shell) if shell is not None else Gatecell())
+    return _own_session
+
+
+def list_models(gateway: Gateway) -> tuple[list[Any], str | None]:
+    """The gateway's model entries, or an empty list and the error line saying why."""
+    try:
+        return list(gateway.models()), None
+    except Exception as err:  # a panel without models still opens and says why
+        return [], f"could not list models: {error_line(err, gateway)}"
+
+
+def model_ids(models: Iterable[Any], kind: str) -> list[str]:
+    """Ids of the models serving a panel kind.
+
+    A gateway that does not say which endpoints a model serves gets the model offered in
+    every panel: the user knows better than a guess from its name.
+    """
+    wanted = ENDPOINTS[kind]
+    ids = []
+    for model in models:
+        endpoints = getattr(model, "endpoints", None)
+        if not endpoints or any(w in e for e in endpoints for w in wanted):
+            ids.append(model.id)
+    return ids
+
+
+def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
+    """One readable line for an error, with the key masked even if a gateway echoed it."""
+    from gatecell.wire.errors import GatecellError
+    from gatecell.wire.secret import redact
+
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if not isinstance(err, GatecellError):
+        text = f"{type(err).__name__}: {text}"
+    return redact(text, gateway.api_key if gateway is not None else None)
+
+
+def text_html(text: str) -> str:
+    """Plain text shown as HTML, line breaks kept, nothing interpreted."""
+    return f'<div class="gatecell-text" style="white-space:pre-wrap">{html.escape(text)}</div>'
+
+
+def latency_text(result: Any) -> str:
+    """`0.42 s` from a result's provenance, when the client measured it."""
+    latency = getattr(getattr(result, "meta", None), "latency", None)
+    return f"{latency:.2f} s" if latency is not None else "done"
+
+
+def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
+    thread = threading.Thread(target=target, name=f"gatecell-{name}", daemon=True)
+    thread.start()
+    return thread
+
+
+def media_widget(media: Any) -> widgets.Widget:
+    """An Image, Audio or Video widget for fetched media; a link when only a URL came back."""
+    data = getattr(media, "data", None)  # first: fetching the bytes settles the mime
+    mime = getattr(media, "mime", None) or "application/octet-stream"
+    major, _, sub = mime.partition("/")
+    if data and major in ("image", "audio", "video"):
+        cls = {"image": widgets.Image, "audio": widgets.Audio, "video": widgets.Video}[major]
+        kwargs = {} if major == "image" else {"autoplay": False, "loop": False}
+        return cls(value=data, format=sub or "png", **kwargs).add_class(f"gatecell-result-{major}")
+    url = getattr(media, "url", None)
+    if url:
+        link = html.escape(url)
+        return widgets.HTML(f'<a href="{link}" target="_blank">{link}</a>')
+    return widgets.HTML(f"<i>{html.escape(mime)} result with no data</i>")
+
+
+def prompt_box(placeholder: str) -> widgets.Textarea:
+    """The full-width text box every panel reads its prompt from."""
+    box = widgets.Textarea(placeholder=placeholder, layout=widgets.Layout(width="100%"))
+    return box.add_class("gatecell-prompt")
+
+
+def button(
+    description: str,
+    css: str,
+    action: Callable[[], object],
+    *,
+    primary: bool = False,
+    disabled: bool = False,
+) -> widgets.Button:
+    """A button with a stable CSS class (for people's styles and the browser tests)."""
+    found = widgets.Button(
+        description=description, button_style="primary" if primary else "", disabled=disabled
+    ).add_class(css)
+    found.on_click(lambda _: action())
+    return found
+
+
+def _dropdown(options: Sequence[str], value: str | None, description: str) -> widgets.Dropdown:
+    options = list(options)
+    if value and value not in options:
+        options.insert(0, value)
+    return widgets.Dropdown(
+        options=options,
+        value=value if value else (options[0] if options else None),
+        description=description,
+    )
+
+
+class Panel(widgets.VBox):
+    """A VBox with a gateway, a model list and a status line that shows one line at a time."""
+
+    kind = "chat"  # which models it offers (a key of ENDPOINTS)
+    name = "chat"  # its CSS class is gatecell-<name>
+
+    def __init__(
+        self,
+        gateway: Gateway | None = None,
+        *,
+        models: Sequence[Any] | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.add_class("gatecell-panel").add_class(f"gatecell-{self.name}")
+        self.gateway = resolve_gateway(gateway)
+        self.status = widgets.HTML("").add_class("gatecell-status")
+        self.error: str | None = None
+        """The error line the status shows, if it shows one."""
+        problem = None
+        if models is None:
+            models, problem = list_models(self.gateway)
+        self.model = _dropdown(model_ids(models, self.kind), model, "Model").add_class(
+            "gatecell-model"
+        )
+        if problem:
+            self.show_error(problem)
+        self._thread: threading.Thread | None = None
+
+    def in_background(self, work: Callable[[], None], button: widgets.Button, busy: str) -> None:
+        """Run `work` in a thread with `button` disabled meanwhile; an error becomes the status."""
+        button.disabled = True
+        self.show_info(busy)
+
+        def target() -> None:
+            try:
+                work()
+            except Exception as err:  # shown in the panel; a thread has nobody to raise to
+                self.fail(err)
+            finally:
+                button.disabled = False
+
+        self._thread = start_thread(target, self.kind)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the panel's background work has ended (for scripts and tests)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    def show_error(self, text: str) -> None:
+        self.error = text
+        self.status.remove_class("gatecell-info")
+        self.status.add_class("gatecell-error")
+        self.status.value = f'<span style="color:#b00020">{html.escape(text)}</span>'
+
+    def show_info(self, text: str) -> None:
+        self.error = None
+        self.status.remove_class("gatecell-error")
+        self.status.add_class("gatecell-info")
+        self.status.value = f'<span style="color:#555">{html.escape(text)}</span>'
+
+    def fail(self, err: BaseException) -> None:
+        self.show_error(error_line(err, self.gateway))

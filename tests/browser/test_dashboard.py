@@ -1,0 +1,133 @@
+"""The dashboard served by Voila, used in Chromium the way a person would.
+
+The tests share one page (each page load starts a kernel) and run in file order: chat,
+compare, image, speech, media, then a look for the key in everything the browser got.
+Screenshots go to docs/screenshots/ for the README.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+# Records every distinct text of the second assistant message, from inside the page, so
+# that the test sees the reply grow however fast Python polls.
+WATCH_REPLY = """() => {
+  window.__seen = [];
+  window.__watch = setInterval(() => {
+    const all = document.querySelectorAll('.gatecell-chat .gatecell-assistant .gatecell-text');
+    const text = all.length > 1 ? all[1].innerText : null;
+    if (text !== null && window.__seen[window.__seen.length - 1] !== text) window.__seen.push(text);
+  }, 10);
+}"""
+
+WATCH_PROGRESS = """() => {
+  window.__seen = [];
+  window.__watch = setInterval(() => {
+    const bar = document.querySelector('.gatecell-job-progress');
+    const text = bar ? bar.innerText.trim() : null;
+    if (text && window.__seen[window.__seen.length - 1] !== text) window.__seen.push(text);
+  }, 10);
+}"""
+
+
+def open_tab(page, title: str) -> None:
+    page.locator(".gatecell-tabs .lm-TabBar-tab", has_text=title).click()
+
+
+def test_chat_reply_streams_into_the_panel(page, screenshots):
+    chat = page.locator(".gatecell-chat")
+    chat.locator(".gatecell-prompt textarea").fill("My name is Ada.")
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-assistant", has_text="rest of this conversation.").wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    page.evaluate(WATCH_REPLY)
+    chat.locator(".gatecell-prompt textarea").fill("Please count to 40.")
+    chat.locator("button.gatecell-send").click()
+    final = ", ".join(str(n) for n in range(1, 41)) + "."
+    chat.locator(".gatecell-assistant .gatecell-text", has_text=final).wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    seen = page.evaluate("() => { clearInterval(window.__watch); return window.__seen; }")
+    growing = [t for t in seen if t and t != final]
+    assert len(growing) >= 2, seen  # the reply appeared piece by piece, not all at once
+    assert all(final.startswith(t) for t in growing), seen
+    assert chat.locator("button.gatecell-send").is_enabled()
+    assert chat.locator("button.gatecell-stop").is_disabled()
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "chat.png"))
+
+
+def test_compare_streams_two_models_side_by_side(page, screenshots):
+    open_tab(page, "Compare")
+    panel = page.locator(".gatecell-compare")
+    panel.locator(".gatecell-compare-models select").select_option(["local-chat", "local-reasoner"])
+    panel.locator(".gatecell-prompt textarea").fill("What is 12 times 7?")
+    panel.locator("button.gatecell-compare-run").click()
+    stats = panel.locator(".gatecell-compare-stats", has_text="first token")
+    stats.nth(1).wait_for()
+    assert stats.count() == 2
+    columns = panel.locator(".gatecell-compare-column")
+    assert columns.count() == 2
+    for i, model in enumerate(["local-chat", "local-reasoner"]):
+        column = columns.nth(i)
+        assert model in column.inner_text()
+        assert "84" in column.locator(".gatecell-compare-text").inner_text()
+        assert "completion tokens" in column.locator(".gatecell-compare-stats").inner_text()
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "compare.png"))
+
+
+def test_generated_image_is_shown(page, screenshots):
+    open_tab(page, "Image")
+    panel = page.locator(".gatecell-image")
+    panel.locator(".gatecell-size input").fill("384x256")
+    panel.locator(".gatecell-prompt textarea").fill("a lighthouse at dusk")
+    panel.locator("button.gatecell-generate").click()
+    image = panel.locator(".gatecell-gallery img").first
+    image.wait_for()
+    page.wait_for_function(
+        "() => { const i = document.querySelector('.gatecell-gallery img');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
+    size = image.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    assert size == [384, 256]
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "image.png"))
+
+
+def test_speech_plays_in_an_audio_player(page, screenshots):
+    open_tab(page, "Speech")
+    panel = page.locator(".gatecell-speech")
+    panel.locator(".gatecell-prompt textarea").fill("Hello from the gatecell dashboard.")
+    panel.locator("button.gatecell-speak").click()
+    audio = panel.locator(".gatecell-player audio")
+    audio.wait_for(state="attached")
+    page.wait_for_function(
+        "() => { const a = document.querySelector('.gatecell-player audio');"
+        " return a && a.readyState >= 1 && a.duration > 0; }"
+    )
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "speech.png"))
+
+
+def test_media_job_shows_progress_then_the_video(page, screenshots):
+    open_tab(page, "Media")
+    panel = page.locator(".gatecell-media")
+    panel.locator(".gatecell-prompt textarea").fill("waves rolling onto a beach")
+    page.evaluate(WATCH_PROGRESS)
+    panel.locator("button.gatecell-submit").click()
+    job = panel.locator(".gatecell-job").first
+    job.locator(".gatecell-job-progress").wait_for()
+    job.locator("video").wait_for(state="attached")
+    seen = page.evaluate("() => { clearInterval(window.__watch); return window.__seen; }")
+    assert seen[-1] == "100%" and len(seen) >= 2, seen  # the bar moved before the result
+    assert "succeeded" in job.locator(".gatecell-job-title").inner_text()
+    page.wait_for_function(
+        "() => { const v = document.querySelector('.gatecell-job video');"
+        " return v && v.readyState >= 1 && v.videoWidth > 0; }"
+    )
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "media.png"))
+
+
+def test_the_page_never_holds_the_key(page, dashboard_key):
+    html = page.content()
+    assert "gatecell-dashboard" in html
+    assert dashboard_key not in html
+    assert dashboard_key.removeprefix("sk-") not in html
