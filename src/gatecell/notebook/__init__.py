@@ -1,0 +1,101 @@
+"""The notebook layer: ``%load_ext gatecell`` registers the magics.
+
+Loading is cheap on purpose: nothing here imports the client, ipywidgets or the local
+gateway; the first magic that needs them does. Loading also installs two things in the
+shell: a handler that prints gatecell's errors (from a magic or from any code) as one
+line instead of a traceback, and a hook that settles the values magics return (see
+`values`). Unloading removes both.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "error_line"]
+
+_STATE: dict[int, dict[str, Any]] = {}
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line shown for a gatecell error, with any key in it masked."""
+    from gatecell.wire.secret import redact
+
+    return redact(f"gatecell: {exc}")
+
+
+def _show_error(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> None:
+    magics = _STATE.get(id(shell), {}).get("magics")
+    debug = getattr(value, "gatecell_debug", False) or (magics is not None and magics.session.config.debug)
+    if debug:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        return
+    sys.stderr.write(error_line(value) + "\n")
+    sys.stderr.flush()
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext gatecell``: register the magics and the one-line error handler."""
+    if id(ipython) in _STATE:
+        return
+    from gatecell.wire.errors import GatecellError
+
+    from .config import Gatecell
+    from .magics import GatecellMagics, Interrupted
+    from .session import NotebookSession
+
+    config = Gatecell(parent=ipython)
+    ipython.configurables.append(config)
+    magics = GatecellMagics(ipython, NotebookSession(config))
+    ipython.register_magics(magics)
+    previous = (ipython.custom_exceptions, getattr(ipython, "CustomTB", None))
+    ipython.set_custom_exc((GatecellError, Interrupted), _show_error)
+    ipython.events.register("post_run_cell", _settle)
+    ipython.input_transformers_cleanup.append(_keep_questions)
+    _STATE[id(ipython)] = {"magics": magics, "config": config, "previous": previous}
+
+
+_QUESTION = re.compile(r"^%(chat|reason|image|speak|imagine|video|music)\b(.*\?)[ \t]*$")
+
+
+def _keep_questions(lines: list[str]) -> list[str]:
+    """``%chat what is my name?`` is a prompt, not IPython's ``name?`` help request.
+
+    IPython reads a line ending in ``word?`` as "show help on word"; for a line-form
+    magic this turns it into the magic call before IPython sees it.
+    """
+    if not lines or lines[0].startswith("%%"):
+        return lines
+    out = []
+    for line in lines:
+        match = _QUESTION.match(line)
+        out.append(f"get_ipython().run_line_magic({match.group(1)!r}, {match.group(2).strip()!r})\n" if match else line)
+    return out
+
+
+def _settle(*_args: Any) -> None:
+    from .values import settle
+
+    settle()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext gatecell``: remove the magics, restore the error handler, close the client."""
+    state = _STATE.pop(id(ipython), None)
+    if state is None:
+        return
+    magics = state["magics"]
+    for kind, names in magics.magics.items():
+        for name in names:
+            ipython.magics_manager.magics[kind].pop(name, None)
+    if state["config"] in ipython.configurables:
+        ipython.configurables.remove(state["config"])
+    exceptions, handler = state["previous"]
+    ipython.custom_exceptions = exceptions
+    if handler is not None:
+        ipython.CustomTB = handler
+    ipython.events.unregister("post_run_cell", _settle)
+    if _keep_questions in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(_keep_questions)
+    magics.session.disconnect()

@@ -1,0 +1,340 @@
+"""Showing what a gateway sends back: live Markdown, media, provenance, job progress.
+
+The pieces are small and public so that the widgets can reuse them:
+
+- `LiveMarkdown` renders a streaming reply through ONE display updated in place. Updates
+  are coalesced by time: a Jupyter server silently drops iopub messages above 1,000/s,
+  so a 20,000-token stream must not become 20,000 updates. The final render always holds
+  the complete text. In a terminal the fragments go straight to stdout.
+- `media_bundle` / `show_media` embed images and audio as base64 in the output itself,
+  so a saved notebook shows them offline; a video is embedded up to a size limit, else
+  saved next to the notebook and shown from the file.
+- `provenance` / `footer_text` describe where an output came from (model, endpoint,
+  latency, usage, request id). It travels in the display metadata of every output under
+  the key ``"gatecell"``; never a header, never the key.
+- `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import sys
+import time
+from typing import IO, Any
+
+from IPython.display import display
+
+__all__ = [
+    "rich_output",
+    "provenance",
+    "footer_text",
+    "LiveMarkdown",
+    "sniff_mime",
+    "media_bundle",
+    "show_media",
+    "show_markdown",
+    "Progress",
+]
+
+
+def rich_output(mode: str = "auto") -> bool:
+    """True when outputs go to a frontend that renders displays (a kernel), not a terminal."""
+    if mode != "auto":
+        return mode == "rich"
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+# -- provenance --------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """Usage may be a pydantic model, a dict or None; metadata must be plain JSON."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
+    """Model, endpoint, latency (s), usage and request id of a response, as plain JSON.
+
+    ``meta`` is the client's ResponseMeta (or anything with those attributes, or None);
+    ``extra`` fills or overrides fields (``model=...``, ``job_id=...``). Empty fields are
+    left out.
+    """
+    prov: dict[str, Any] = {}
+    for field in ("model", "endpoint", "latency", "usage", "request_id"):
+        value = getattr(meta, field, None)
+        if field == "latency" and isinstance(value, (int, float)):
+            value = round(float(value), 3)
+        prov[field] = _plain(value)
+    prov.update({k: _plain(v) for k, v in extra.items()})
+    return {k: v for k, v in prov.items() if v not in (None, "", {})}
+
+
+def _tokens(usage: Any) -> str:
+    if not isinstance(usage, dict):
+        return ""
+    inp = usage.get("prompt_tokens", usage.get("input_tokens"))
+    out = usage.get("completion_tokens", usage.get("output_tokens"))
+    if inp is None and out is None:
+        total = usage.get("total_tokens")
+        return f"{total} tokens" if total is not None else ""
+    return f"{inp or 0} in / {out or 0} out tokens"
+
+
+def footer_text(prov: dict[str, Any]) -> str:
+    """One line: ``local-chat · /v1/chat/completions · 0.42 s · 12 in / 80 out tokens · id``."""
+    parts = [prov.get("model"), prov.get("endpoint")]
+    if isinstance(prov.get("latency"), (int, float)):
+        parts.append(f"{prov['latency']:.2f} s")
+    parts.append(_tokens(prov.get("usage")))
+    if prov.get("request_id"):
+        parts.append(f"request {prov['request_id']}")
+    return " · ".join(str(p) for p in parts if p)
+
+
+def _meta(prov: dict[str, Any] | None) -> dict[str, Any]:
+    return {"gatecell": prov} if prov else {}
+
+
+# -- live markdown -----------------------------------------------------------------------
+
+
+class LiveMarkdown:
+    """A streaming reply shown as Markdown in one display that is updated in place.
+
+    Call `append` with each fragment and `finish` once. Between two renders at least
+    ``interval`` seconds pass (plus 1 ms per 1,000 characters already shown, so long
+    replies re-send their text less often); `finish` always renders the complete text.
+    With ``rich=False`` (a terminal) fragments are written to ``out`` as they arrive.
+    ``updates`` counts the display messages sent, for tests and benchmarks.
+    """
+
+    def __init__(self, *, rich: bool | None = None, interval: float = 0.1, out: IO[str] | None = None) -> None:
+        self.rich = rich_output() if rich is None else rich
+        self.interval = interval
+        self.text = ""
+        self.updates = 0
+        self._out = out
+        self._handle: Any = None
+        self._shown = 0  # characters rendered (rich) or written (text)
+        self._last = float("-inf")
+
+    def append(self, fragment: str) -> None:
+        if not fragment:
+            return
+        self.text += fragment
+        if not self.rich:
+            self._write(fragment)
+            return
+        now = time.monotonic()
+        if now - self._last >= self.interval + len(self.text) / 1_000_000:
+            self._render(self.text, {})
+            self._last = now
+
+    def finish(
+        self,
+        text: str | None = None,
+        *,
+        prov: dict[str, Any] | None = None,
+        footer: bool = False,
+        note: str | None = None,
+        aside: tuple[str, str] | None = None,
+    ) -> None:
+        """Render the complete ``text`` (default: what was appended), then a note in italics,
+        an ``aside`` (title, body) folded away (a reasoning summary, say) and the footer."""
+        if text is not None:
+            self.text = text
+        tail = [f"*{note}*"] if note else []
+        if aside:
+            tail.append(f"<details><summary>{html.escape(aside[0])}</summary>\n\n{aside[1]}\n\n</details>")
+        if footer and prov:
+            tail.append(f"<sub>{html.escape(footer_text(prov))}</sub>")
+        if self.rich:
+            self._render("\n\n".join(t for t in [self.text, *tail] if t), _meta(prov))
+            return
+        self._write(self.text[self._shown :])
+        lines = [note] if note else []
+        if aside:
+            lines.append(f"{aside[0]}: {aside[1]}")
+        if footer and prov:
+            lines.append(f"-- {footer_text(prov)}")
+        end = "" if not self.text or self.text.endswith("\n") else "\n"
+        self._write(end + "".join(f"{line}\n" for line in lines))
+
+    def _render(self, markdown: str, metadata: dict[str, Any]) -> None:
+        bundle = {"text/markdown": markdown, "text/plain": markdown}
+        if self._handle is None:
+            self._handle = display(bundle, raw=True, metadata=metadata, display_id=True)
+        else:
+            self._handle.update(bundle, raw=True, metadata=metadata)
+        self.updates += 1
+
+    def _write(self, text: str) -> None:
+        if text:
+            out = self._out or sys.stdout
+            out.write(text)
+            out.flush()
+        self._shown = len(self.text)
+
+
+def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: bool = False) -> None:
+    """Show a finished Markdown text once (non-streamed replies, tables, notes)."""
+    live = LiveMarkdown(rich=True)
+    live.finish(markdown, prov=prov, footer=footer)
+
+
+# -- media -------------------------------------------------------------------------------
+
+_MAGIC_BYTES = [
+    (b"\x89PNG", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+    (b"ID3", "audio/mpeg"),
+    (b"\xff\xfb", "audio/mpeg"),
+    (b"\xff\xf3", "audio/mpeg"),
+]
+
+
+def sniff_mime(data: bytes, fallback: str = "application/octet-stream") -> str:
+    """The media type of ``data`` from its first bytes (headers of gateways lie)."""
+    for prefix, mime in _MAGIC_BYTES:
+        if data.startswith(prefix):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[4:8] == b"ftyp":
+        return "video/mp4"
+    if data[:4] == b"\x1aE\xdf\xa3":
+        return "video/webm"
+    return fallback
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{max(1, round(n / 1000))} kB"
+
+
+def _data_uri(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _extension(mime: str) -> str:
+    sub = mime.split("/", 1)[-1].split(";")[0]
+    return {"mpeg": "mp3", "jpeg": "jpg", "x-wav": "wav", "quicktime": "mov"}.get(sub, sub)
+
+
+def media_bundle(
+    data: bytes,
+    mime: str | None = None,
+    *,
+    autoplay: bool = False,
+    embed_limit: int = 20_000_000,
+    media_dir: str = "gatecell-media",
+    name: str = "media",
+) -> dict[str, Any]:
+    """A display bundle for image, audio or video bytes, embedded as base64.
+
+    Images use their own mime type (PNG/JPEG/GIF, which every frontend renders), other
+    images an ``<img>`` with a data URI. Audio and video are HTML5 players with a data
+    URI. A video above ``embed_limit`` bytes is written to ``media_dir/name.ext`` and the
+    player points at that file. ``text/plain`` always says what it is, for terminals.
+    """
+    mime = (mime or "").split(";")[0].strip() or sniff_mime(data)
+    if mime in ("application/octet-stream", "binary/octet-stream"):
+        mime = sniff_mime(data)
+    kind = mime.split("/", 1)[0]
+    plain = f"<{mime}, {_size(len(data))}>"
+    if mime in ("image/png", "image/jpeg", "image/gif"):
+        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": plain}
+    if kind == "image":
+        return {"text/html": f'<img src="{_data_uri(data, mime)}"/>', "text/plain": plain}
+    auto = " autoplay" if autoplay else ""
+    if kind == "audio":
+        player = f'<audio controls{auto} src="{_data_uri(data, mime)}"></audio>'
+        return {"text/html": player, "text/plain": plain}
+    if kind == "video":
+        if len(data) <= embed_limit:
+            src = _data_uri(data, mime)
+        else:
+            os.makedirs(media_dir, exist_ok=True)
+            src = os.path.join(media_dir, f"{name}.{_extension(mime)}")
+            with open(src, "wb") as fh:
+                fh.write(data)
+            plain = f"<{mime}, {_size(len(data))}, saved to {src}>"
+            src = html.escape(src.replace(os.sep, "/"))
+        return {"text/html": f'<video controls{auto} src="{src}"></video>', "text/plain": plain}
+    return {"text/plain": plain}
+
+
+def show_media(
+    data: bytes,
+    mime: str | None = None,
+    *,
+    prov: dict[str, Any] | None = None,
+    footer: bool = False,
+    **bundle_options: Any,
+) -> None:
+    """Display media bytes (see `media_bundle`) with provenance metadata and an optional footer."""
+    display(media_bundle(data, mime, **bundle_options), raw=True, metadata=_meta(prov))
+    if footer and prov:
+        line = footer_text(prov)
+        display({"text/markdown": f"<sub>{html.escape(line)}</sub>", "text/plain": f"-- {line}"}, raw=True, metadata=_meta(prov))
+
+
+# -- progress ----------------------------------------------------------------------------
+
+
+class Progress:
+    """Progress of a job: an ipywidgets bar in a kernel, one text line per change elsewhere.
+
+    ``update(percent, status)`` takes a 0..100 value (None while unknown);
+    ``close(status)`` shows the last state.
+    """
+
+    def __init__(self, label: str, *, rich: bool | None = None, out: IO[str] | None = None) -> None:
+        self.label = label
+        self._out = out
+        self._last: tuple[Any, ...] | None = None
+        self._bar: Any = None
+        if rich_output() if rich is None else rich:
+            try:
+                import ipywidgets as w
+            except ImportError:  # a kernel without ipywidgets: text it is
+                pass
+            else:
+                self._bar = w.FloatProgress(value=0, min=0, max=100, description=label)
+                self._status = w.Label("queued")
+                display(w.HBox([self._bar, self._status]))
+
+    def update(self, percent: float | None, status: str) -> None:
+        if self._bar is not None:
+            if percent is not None:
+                self._bar.value = max(0.0, min(100.0, float(percent)))
+            self._status.value = status if percent is None else f"{status} {percent:.0f}%"
+            return
+        state = (status, None if percent is None else int(percent))
+        if state != self._last:
+            self._last = state
+            out = self._out or sys.stdout
+            out.write(f"{self.label}: {status}" + ("" if percent is None else f" {percent:.0f}%") + "\n")
+            out.flush()
+
+    def close(self, status: str) -> None:
+        self.update(100.0 if status == "succeeded" else None, status)
+        if self._bar is not None:
+            self._bar.bar_style = "success" if status == "succeeded" else "danger"

@@ -1,0 +1,411 @@
+"""The magics: ``%%chat`` ``%%reason`` ``%%image`` ``%%speak`` ``%%imagine`` ``%%video``
+``%%music`` and the line magic ``%gatecell``.
+
+Every magic parses its options before anything is sent (see `options`), fills ``{name}``
+from the notebook (see `template`), calls the client (never HTTP directly), shows the
+result (see `display`) and returns it as the cell's value (see `values`). Errors of the
+gateway are raised as they are and printed as one line by the handler that
+`gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+
+from .options import OPTIONS, HelpShown, MagicParser, parse, parse_words, parser_for
+
+if TYPE_CHECKING:
+    from .session import NotebookSession
+
+__all__ = ["GatecellMagics", "Interrupted", "PARSERS"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C / a kernel interrupt stopped a magic; what had arrived was kept."""
+
+
+# magic -> (description, options)
+SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "chat": (
+        "Chat with a model; the reply streams in as Markdown and joins the conversation.",
+        ("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream", "api"),
+    ),
+    "reason": (
+        "Ask a reasoning model through /v1/responses (no conversation memory).",
+        ("model", "effort", "max_tokens", "no_stream"),
+    ),
+    "image": ("Generate an image (/v1/images/generations); it is embedded in the output.", ("model", "size", "save")),
+    "speak": ("Text to speech (/v1/audio/speech); the audio is embedded in the output.", ("model", "voice", "format", "autoplay", "save")),
+    "imagine": ("Job-style image generation: submit, show progress, show the images.", ("no_wait", "save")),
+    "video": ("Generate a video (a job): submit, show progress, show the video.", ("model", "no_wait", "autoplay", "save")),
+    "music": ("Job-style music generation: submit, show progress, show the tracks.", ("style", "no_wait", "autoplay", "save")),
+}
+
+PARSERS: dict[str, MagicParser] = {}
+
+HELP = """gatecell magics (each takes --help):
+  %%chat     chat; streams live; conversation memory (-c NAME, --new); --api chat|messages|generate-content|responses
+  %%reason   a reasoning model through /v1/responses (--effort)
+  %%image    image generation            %%speak   text to speech (-v VOICE, --autoplay, --save PATH)
+  %%imagine  job-style image generation  %%video   video generation (a job)   %%music  job-style music (--style)
+  Line forms work too: %chat what is 2+2?
+%gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | job ID [--kind K] | help
+Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
+The API key is never typed on a magic line: use %gatecell key or GATECELL_API_KEY."""
+
+
+def parser(name: str) -> MagicParser:
+    """The (cached) option parser of magic ``name``."""
+    if name not in PARSERS:
+        if name == "gatecell":
+            PARSERS[name] = _gatecell_parser()
+        else:
+            description, names = SPECS[name]
+            PARSERS[name] = parser_for(f"%%{name}", description, names)
+    return PARSERS[name]
+
+
+def _gatecell_parser() -> MagicParser:
+    p = MagicParser(prog="%gatecell", description="Everything around the magics.", allow_abbrev=False)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("models", help="table of the models the gateway serves")
+    sub.add_parser("config", help="current defaults, gateway address, whether a key is set")
+    sub.add_parser("key", help="ask for the API key (getpass); kept in this process only")
+    for name, what in (("history", "show"), ("reset", "forget")):
+        s = sub.add_parser(name, help=f"{what} a conversation (default: the notebook's)")
+        s.add_argument("name", nargs="?", default="default", help="conversation name")
+        s.add_argument("--all", action="store_true", help=f"{what} every conversation")
+    job = sub.add_parser("job", help="pick up a job submitted with --no-wait")
+    job.add_argument("id", help="the job id")
+    job.add_argument("--kind", choices=("imagine", "video", "music"), help="needed if this kernel did not submit it")
+    for opt in ("save", "autoplay", "out", "footer", "debug"):
+        flags, kw = OPTIONS[opt]
+        job.add_argument(*flags, dest=opt, **kw)
+    sub.add_parser("help", help="overview of the magics")
+    return p
+
+
+@magics_class
+class GatecellMagics(Magics):
+    """gatecell's magics. The state (gateway, conversations, jobs) lives in ``session``."""
+
+    def __init__(self, shell: Any, session: NotebookSession) -> None:
+        super().__init__(shell)
+        self.session = session
+
+    @property
+    def config_(self) -> Any:
+        return self.session.config
+
+    # -- the cell magics (each also works as a line magic) --------------------------------
+
+    def _magic(name: str) -> Any:  # type: ignore[misc]  # runs in the class body
+        def magic(self: GatecellMagics, line: str, cell: str | None = None) -> Any:
+            return self._run(name, line, cell, getattr(self, f"_{name}"))
+
+        magic.__name__ = name
+        magic.__doc__ = f"{SPECS[name][0]} See %{name} --help."
+        return line_cell_magic(no_var_expand(magic))
+
+    chat = _magic("chat")
+    reason = _magic("reason")
+    image = _magic("image")
+    speak = _magic("speak")
+    imagine = _magic("imagine")
+    video = _magic("video")
+    music = _magic("music")
+    del _magic
+
+    def _run(self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, str], Any]) -> Any:
+        try:
+            ns, prompt = parse(parser(name), line, cell)
+        except HelpShown:
+            return None
+        if ns.out is not None and not ns.out.isidentifier():
+            raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
+        if not prompt.strip():
+            raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
+        if not ns.no_interpolate:
+            from .template import interpolate
+
+            prompt = interpolate(prompt, self.shell.user_ns)
+        ns.footer = ns.footer or self.config_.footer
+        return self._guard(ns, lambda: handler(ns, prompt.strip()))
+
+    def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
+        """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
+        from gatecell.wire.errors import GatecellError
+
+        try:
+            value = call()
+        except (GatecellError, Interrupted) as exc:
+            exc.gatecell_debug = ns.debug  # type: ignore[attr-defined]
+            raise
+        self._store(ns, value)
+        return value
+
+    def _store(self, ns: argparse.Namespace, value: Any) -> None:
+        if getattr(ns, "out", None):
+            self.shell.user_ns[ns.out] = value
+
+    # -- conversation --------------------------------------------------------------------
+
+    def _chat(self, ns: argparse.Namespace, prompt: str) -> Any:
+        memory = self.session.memory
+        if ns.new:
+            memory.reset(ns.conversation)
+        conv = memory.get(ns.conversation)
+        if ns.system:
+            conv.set_system(ns.system)
+        elif self.config_.system and not conv.turns:
+            conv.set_system(self.config_.system)
+        model = ns.model or self.config_.model
+        return self._converse(ns, prompt, conv.messages(prompt), model, ns.api or self.config_.api, conv=conv)
+
+    def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
+        model = ns.model or self.config_.reasoning_model
+        return self._converse(ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort)
+
+    def _converse(self, ns: argparse.Namespace, prompt: str, messages: list[dict[str, str]], model: str, api: str, *, conv: Any = None, effort: str | None = None) -> Any:
+        from gatecell.wire.errors import StreamError
+
+        from .display import LiveMarkdown, provenance, rich_output
+        from .values import Text
+
+        stream = not ns.no_stream
+        result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
+        live = LiveMarkdown(rich=rich_output(self.config_.output), interval=self.config_.update_interval)
+        error: BaseException | None = None
+        if stream:
+            try:
+                for fragment in result:
+                    live.append(fragment)
+            except KeyboardInterrupt:
+                result.close()
+                error = Interrupted(f"interrupted: kept the {len(result.text)} characters that had arrived")
+            except StreamError as exc:
+                error = exc
+            text, reasoning, usage = result.text, result.reasoning, result.usage
+        else:
+            text, reasoning, usage = _reply_text(result), getattr(result, "reasoning", None), getattr(result, "usage", None)
+        meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
+        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage)
+        note = None
+        if error is not None:
+            what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
+            note = f"{what}: partial reply" + (f", kept in conversation '{conv.name}'" if conv is not None and text else "")
+        aside = ("Reasoning summary", reasoning) if reasoning else None
+        live.finish(text, prov=prov, footer=ns.footer, note=note, aside=aside)
+        if conv is not None and (text or error is None):
+            conv.add(prompt, text, partial=error is not None, prov=prov)
+        value = Text(text, prov, partial=error is not None, reasoning=reasoning).quiet()
+        if error is not None:
+            self._store(ns, value)
+            raise error
+        return value
+
+    # -- media ---------------------------------------------------------------------------
+
+    def _image(self, ns: argparse.Namespace, prompt: str) -> Any:
+        from .display import provenance
+
+        model = ns.model or self.config_.image_model
+        result = self.session.gateway.image(model, prompt, size=ns.size or self.config_.image_size or None)
+        prov = provenance(result.meta, model=model)
+        if not result.images:
+            return self._unrecognised("no image in the reply", result.raw, prov)
+        return self._show_all(ns, result.images, prov, "image")
+
+    def _speak(self, ns: argparse.Namespace, prompt: str) -> Any:
+        from .display import provenance
+
+        model = ns.model or self.config_.tts_model
+        voice = ns.voice or self.config_.voice
+        extra = {"response_format": ns.format} if ns.format else {}
+        audio = self.session.gateway.speech(model, voice, prompt, **extra)
+        return self._show_all(ns, [audio], provenance(audio.meta, model=model, voice=voice), "speech")
+
+    def _show_all(self, ns: argparse.Namespace, media: list[Any], prov: dict[str, Any], name: str) -> Any:
+        """Show every media item, save them for ``--save``, return one value or a list."""
+        from .display import show_media, sniff_mime
+        from .values import MediaBytes
+
+        values = []
+        for i, item in enumerate(media):
+            data = item.data
+            mime = item.mime or sniff_mime(data)
+            show_media(
+                data, mime, prov=prov, footer=ns.footer, autoplay=getattr(ns, "autoplay", False) and i == 0,
+                embed_limit=self.config_.video_embed_limit, media_dir=self.config_.media_dir, name=f"{name}-{i}",
+            )
+            if ns.save:
+                _save(ns.save, i, len(media), data)
+            values.append(MediaBytes(data, mime, prov).quiet())
+        return values[0] if len(values) == 1 else values
+
+    def _unrecognised(self, what: str, raw: Any, prov: dict[str, Any]) -> None:
+        from .display import show_markdown
+
+        body = json.dumps(raw, indent=2, default=str)[:4000] if not isinstance(raw, bytes) else f"{len(raw)} bytes"
+        show_markdown(f"*{what}; the gateway sent:*\n\n```json\n{body}\n```", prov=prov)
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def _imagine(self, ns: argparse.Namespace, prompt: str) -> Any:
+        return self._submit(ns, lambda gw: gw.imagine(prompt))
+
+    def _video(self, ns: argparse.Namespace, prompt: str) -> Any:
+        return self._submit(ns, lambda gw: gw.video(ns.model or self.config_.video_model, prompt))
+
+    def _music(self, ns: argparse.Namespace, prompt: str) -> Any:
+        return self._submit(ns, lambda gw: gw.music(prompt, style=ns.style or self.config_.music_style or None))
+
+    def _submit(self, ns: argparse.Namespace, submit: Callable[[Any], Any]) -> Any:
+        job = submit(self.session.gateway)
+        self.session.jobs[job.id] = job.kind
+        if ns.no_wait:
+            print(f"{job.kind} job {job.id} submitted; pick it up with: %gatecell job {job.id}")
+            return job.id
+        return self._follow(ns, job)
+
+    def _follow(self, ns: argparse.Namespace, job: Any) -> Any:
+        """Poll ``job`` with a progress bar until it ends; show and return what it made."""
+        from gatecell.wire.errors import JobError
+
+        from .display import Progress, provenance, rich_output
+        from .values import finished_job
+
+        bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.config_.output))
+        try:
+            job = self.session.gateway.wait(job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.config_.job_timeout)
+        except KeyboardInterrupt:
+            bar.close("stopped waiting")
+            raise Interrupted(f"stopped waiting; the job goes on: %gatecell job {job.id}") from None
+        except JobError as exc:
+            bar.close("failed")
+            raise exc
+        bar.close(job.status)
+        if job.status != "succeeded":
+            raise JobError(f"{job.kind} job {job.id} {job.status}: {job.error or 'no reason given'}", job=job)
+        prov = provenance(job.meta, job_id=job.id, kind=job.kind)
+        if job.media:
+            self._show_all(ns, job.media, prov, f"{job.kind}-{job.id}")
+        else:
+            self._unrecognised(f"{job.kind} job {job.id} succeeded but no media was recognised", job.raw, prov)
+        return finished_job(job)
+
+    # -- %gatecell ------------------------------------------------------------------------
+
+    @line_magic
+    @no_var_expand
+    def gatecell(self, line: str) -> Any:
+        """%gatecell models | config | key | history | reset | job ID | help"""
+        try:
+            ns = parse_words(parser("gatecell"), line)
+        except HelpShown:
+            return None
+        command = ns.command or "help"
+        if command == "job":
+            return self._guard(ns, lambda: self._resume(ns))
+        return getattr(self, f"_cmd_{command}")(ns)
+
+    def _cmd_help(self, ns: argparse.Namespace) -> None:
+        print(HELP)
+
+    def _cmd_models(self, ns: argparse.Namespace) -> None:
+        from .display import show_markdown
+
+        models = self.session.gateway.models()
+        rows = ["| model | owned by | endpoints |", "|---|---|---|"]
+        rows += [f"| `{m.id}` | {m.owned_by or ''} | {', '.join(m.endpoints or [])} |" for m in models]
+        show_markdown("\n".join(rows) if len(models) else "*the gateway lists no models*")
+
+    def _cmd_config(self, ns: argparse.Namespace) -> None:
+        from .display import show_markdown
+
+        settings = {**self.session.describe(), **self.config_.summary()}
+        rows = ["| setting | value |", "|---|---|"] + [f"| {k} | `{v!r}` |" for k, v in settings.items()]
+        show_markdown("\n".join(rows) + "\n\nChange with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`.")
+
+    def _cmd_key(self, ns: argparse.Namespace) -> None:
+        import getpass
+
+        from gatecell.wire.secret import Secret
+
+        value = getpass.getpass("gatecell API key (kept in this kernel only): ").strip()
+        if not value:
+            print("no key entered; nothing changed")
+            return
+        self.session.set_key(Secret(value))
+        print("key set for this session; it is not saved in the notebook")
+
+    def _cmd_history(self, ns: argparse.Namespace) -> None:
+        from .display import show_markdown
+
+        memory = self.session.memory
+        names = list(memory.conversations) if ns.all else [n for n in [ns.name] if n in memory.conversations]
+        if not names:
+            print("no conversation yet" if ns.all or ns.name == "default" else f"no conversation named {ns.name!r}")
+            return
+        show_markdown("\n\n---\n\n".join(memory.get(n).markdown() for n in names))
+
+    def _cmd_reset(self, ns: argparse.Namespace) -> None:
+        forgotten = self.session.memory.reset(None if ns.all else ns.name)
+        print(f"forgot {', '.join(repr(n) for n in forgotten)}" if forgotten else "nothing to forget")
+
+    def _resume(self, ns: argparse.Namespace) -> Any:
+        kind = ns.kind or self.session.jobs.get(ns.id)
+        if kind is None:
+            raise UsageError(f"%gatecell job: this kernel did not submit {ns.id!r}; say which it is with --kind imagine|video|music")
+        job = self.session.gateway.job(kind, ns.id)
+        self.session.jobs[ns.id] = kind
+        return self._follow(ns, job)
+
+
+def _send(gw: Any, api: str, model: str, messages: list[dict[str, str]], ns: argparse.Namespace, *, stream: bool, effort: str | None) -> Any:
+    """One conversation request in the chosen wire format (a reply, or a stream)."""
+    temperature, top_p = getattr(ns, "temperature", None), getattr(ns, "top_p", None)
+    max_tokens = getattr(ns, "max_tokens", None)
+    sampling = {k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
+    system = [m["content"] for m in messages if m["role"] == "system"]
+    turns = [m for m in messages if m["role"] != "system"]
+    if api == "chat":
+        return gw.chat(model=model, messages=messages, max_tokens=max_tokens, stream=stream, **sampling)
+    if api == "messages":
+        extra = {"system": "\n\n".join(system)} if system else {}
+        return gw.messages(model, turns, max_tokens=max_tokens or 1024, stream=stream, **sampling, **extra)
+    if api == "generate-content":
+        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]} for m in turns]
+        config = {"temperature": temperature, "topP": top_p, "maxOutputTokens": max_tokens}
+        extra: dict[str, Any] = {"generationConfig": {k: v for k, v in config.items() if v is not None}}
+        if system:
+            extra["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        return gw.generate_content(model, contents, stream=stream, **extra)
+    extra = {"max_output_tokens": max_tokens} if max_tokens else {}
+    if system:
+        extra["instructions"] = "\n\n".join(system)
+    prompt: Any = turns[0]["content"] if len(turns) == 1 else turns
+    return gw.responses(model, prompt, effort=effort, stream=stream, **sampling, **extra)
+
+
+def _reply_text(result: Any) -> str:
+    """Text of a whole reply; the raw JSON as a code block when no text is recognised."""
+    text = getattr(result, "text", None)
+    if isinstance(text, str):
+        return text
+    return "```json\n" + json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000] + "\n```"
+
+
+def _save(path: str, index: int, count: int, data: bytes) -> None:
+    """Write ``data`` to ``path``; several items go to ``name-1.ext``, ``name-2.ext``..."""
+    if count > 1:
+        stem, ext = os.path.splitext(path)
+        path = f"{stem}-{index + 1}{ext}"
+    with open(path, "wb") as fh:
+        fh.write(data)

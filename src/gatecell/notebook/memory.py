@@ -1,0 +1,69 @@
+"""Conversation memory: one default conversation per notebook, named ones side by side.
+
+A turn joins a conversation only when its reply is in: complete, or, when a stream was
+interrupted or cut, with the partial text marked ``partial`` so that the history says
+so. The messages sent to a gateway carry only ``role`` and ``content``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Turn", "Conversation", "Memory"]
+
+
+@dataclass
+class Turn:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+    partial: bool = False
+    prov: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[Turn] = field(default_factory=list)
+
+    def set_system(self, text: str) -> None:
+        """Put (or replace) the system prompt at the head of the conversation."""
+        if self.turns and self.turns[0].role == "system":
+            self.turns[0].content = text
+        else:
+            self.turns.insert(0, Turn("system", text))
+
+    def messages(self, prompt: str) -> list[dict[str, str]]:
+        """The history plus the new user prompt, in the wire's message form (SPEC 2.2)."""
+        return [{"role": t.role, "content": t.content} for t in self.turns] + [{"role": "user", "content": prompt}]
+
+    def add(self, prompt: str, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None) -> None:
+        self.turns.append(Turn("user", prompt))
+        self.turns.append(Turn("assistant", reply, partial=partial, prov=prov or {}))
+
+    def markdown(self) -> str:
+        """The conversation as Markdown, for ``%gatecell history``."""
+        lines = [f"**conversation `{self.name}`** ({sum(t.role == 'user' for t in self.turns)} turns)"]
+        for t in self.turns:
+            mark = " *(partial: interrupted)*" if t.partial else ""
+            lines.append(f"**{t.role}**{mark}: {t.content}")
+        return "\n\n".join(lines)
+
+
+class Memory:
+    """All conversations of a notebook, by name."""
+
+    def __init__(self) -> None:
+        self.conversations: dict[str, Conversation] = {}
+
+    def get(self, name: str = "default") -> Conversation:
+        if name not in self.conversations:
+            self.conversations[name] = Conversation(name)
+        return self.conversations[name]
+
+    def reset(self, name: str | None = None) -> list[str]:
+        """Forget one conversation, or all of them (``None``); return the names forgotten."""
+        names = list(self.conversations) if name is None else [n for n in [name] if n in self.conversations]
+        for n in names:
+            del self.conversations[n]
+        return names

@@ -1,0 +1,160 @@
+"""Option parsing shared by every magic, so options are spelled alike everywhere.
+
+Each option is declared once in `OPTIONS`; a magic names the ones it takes. Bad options
+raise IPython's `UsageError`, which IPython prints as one line; ``--help`` prints usage
+and raises `HelpShown`, which the magic swallows. Nothing here talks to a gateway: every
+check runs before a request is made.
+
+The line form of a magic (``%chat -t 0.2 what is 2+2?``) takes options first; the prompt
+starts at the first word that is not an option (or after ``--``) and is kept verbatim, so
+apostrophes and quotes in it need no escaping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+
+__all__ = ["HelpShown", "MagicParser", "OPTIONS", "COMMON", "parser_for", "split_line", "parse", "parse_words", "check_ranges"]
+
+API_CHOICES = ("chat", "messages", "generate-content", "responses")
+
+# name -> (flags, argparse keywords)
+OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "model": (("-m", "--model"), {"metavar": "MODEL", "help": "model id (default: %%config Gatecell)"}),
+    "temperature": (("-t", "--temperature"), {"type": float, "metavar": "T", "help": "sampling temperature, 0 to 2"}),
+    "top_p": (("--top-p",), {"type": float, "metavar": "P", "help": "nucleus sampling, 0 to 1"}),
+    "max_tokens": (("--max-tokens",), {"type": int, "metavar": "N", "help": "maximum tokens to generate"}),
+    "system": (("-s", "--system"), {"metavar": "TEXT", "help": "system prompt of the conversation"}),
+    "conversation": (("-c", "--conversation"), {"metavar": "NAME", "default": "default", "help": "named conversation (default: the notebook's)"}),
+    "new": (("--new",), {"action": "store_true", "help": "start the conversation afresh"}),
+    "no_stream": (("--no-stream",), {"action": "store_true", "help": "wait for the whole reply instead of streaming"}),
+    "api": (("--api",), {"choices": API_CHOICES, "help": "wire format (default chat; reasoning models go to responses by themselves)"}),
+    "effort": (("--effort",), {"metavar": "LEVEL", "help": "reasoning effort, e.g. low, medium, high"}),
+    "size": (("--size",), {"metavar": "WxH", "help": "image size, e.g. 1024x1024"}),
+    "voice": (("-v", "--voice"), {"metavar": "VOICE", "help": "voice name"}),
+    "format": (("--format",), {"metavar": "FMT", "help": "audio format (wav, mp3, ...)"}),
+    "autoplay": (("--autoplay",), {"action": "store_true", "help": "start playing at once"}),
+    "style": (("--style",), {"metavar": "STYLE", "help": "music style"}),
+    "no_wait": (("--no-wait",), {"action": "store_true", "help": "submit, print the job id and return it; resume with %%gatecell job ID"}),
+    "save": (("--save",), {"metavar": "PATH", "help": "also write the result to this file"}),
+    "out": (("-o", "--out"), {"metavar": "VAR", "help": "store the result in this variable"}),
+    "footer": (("--footer",), {"action": "store_true", "help": "show a provenance line under the output"}),
+    "debug": (("--debug",), {"action": "store_true", "help": "show the full traceback of an error"}),
+    "no_interpolate": (("--no-interpolate",), {"action": "store_true", "help": "do not fill {name} from the notebook's variables"}),
+}
+
+COMMON = ("out", "footer", "debug", "no_interpolate")
+
+_KEY_OPTION = re.compile(r"^--?(api[-_]?key|key|token)(=|$)", re.I)
+_KEY_SHAPE = re.compile(r"sk-[A-Za-z0-9_\-]{8,}")
+_OPTION = re.compile(r"^--?[A-Za-z]")
+
+
+class HelpShown(Exception):
+    """``--help`` was printed; the magic returns without doing anything."""
+
+
+class MagicParser(argparse.ArgumentParser):
+    """An ArgumentParser that reports errors as one-line `UsageError`s instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            raise UsageError(f"{self.prog}: {message.strip()}")
+        raise HelpShown
+
+
+def parser_for(prog: str, description: str, names: tuple[str, ...], *, prompt: str | None = "PROMPT") -> MagicParser:
+    """A parser for magic ``prog`` with the named options of `OPTIONS` (plus `COMMON`)."""
+    p = MagicParser(prog=prog, description=description, allow_abbrev=False, add_help=True)
+    for name in (*names, *COMMON):
+        flags, kw = OPTIONS[name]
+        p.add_argument(*flags, dest=name, **kw)
+    if prompt:
+        p.epilog = f"The cell body is the {prompt.lower()}; as a line magic, the {prompt.lower()} follows the options."
+    return p
+
+
+def _refuse_keys(token: str) -> None:
+    if _KEY_OPTION.match(token) or _KEY_SHAPE.search(token):
+        raise UsageError(
+            "API keys are not accepted on a magic line (it is saved with the notebook): "
+            "use %gatecell key, or set GATECELL_API_KEY before starting Jupyter."
+        )
+
+
+def split_line(line: str, parser: argparse.ArgumentParser) -> tuple[list[str], str]:
+    """Split a magic line into option words and the verbatim rest (the line-form prompt)."""
+    lex = shlex.shlex(line, posix=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    argv: list[str] = []
+    expect_value = False
+    while True:
+        pos = lex.instream.tell()
+        try:
+            token = lex.get_token()
+        except ValueError as exc:  # an unclosed quote
+            if expect_value:
+                raise UsageError(f"{parser.prog}: {exc}") from None
+            return argv, line[pos:].strip()
+        if token is None:
+            return argv, ""
+        if expect_value:
+            _refuse_keys(token)
+            argv.append(token)
+            expect_value = False
+            continue
+        if token == "--":
+            return argv, line[lex.instream.tell() :].strip()
+        if not _OPTION.match(token):
+            return argv, line[pos:].strip()
+        _refuse_keys(token)
+        argv.append(token)
+        action = parser._option_string_actions.get(token)  # noqa: SLF001 - argparse has no public lookup
+        expect_value = action is not None and action.nargs != 0 and "=" not in token
+
+
+def check_ranges(ns: argparse.Namespace) -> None:
+    """SPEC 2.1/8 bounds, checked before anything is sent."""
+    from gatecell.wire.schemas import RANGES
+
+    for field, (lo, hi) in RANGES.items():
+        value = getattr(ns, field, None)
+        if value is not None and not lo <= value <= hi:
+            raise UsageError(f"{field.replace('_', '-')} must be between {lo:g} and {hi:g}, got {value:g}")
+    if getattr(ns, "max_tokens", None) is not None and ns.max_tokens < 1:
+        raise UsageError(f"max-tokens must be at least 1, got {ns.max_tokens}")
+    size = getattr(ns, "size", None)
+    if size is not None and not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", size):
+        raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {size!r}")
+
+
+def parse(parser: MagicParser, line: str, cell: str | None) -> tuple[argparse.Namespace, str]:
+    """Options and prompt of one magic call. The prompt is the cell body, or the rest of the line."""
+    argv, rest = split_line(line, parser)
+    ns = parser.parse_args(argv)
+    check_ranges(ns)
+    if cell is not None and rest:
+        raise UsageError(f"{parser.prog}: unexpected text on the magic line: {rest!r} (the prompt goes in the cell)")
+    return ns, (cell if cell is not None else rest)
+
+
+def parse_words(parser: MagicParser, line: str) -> argparse.Namespace:
+    """Options of a line that is all options and words (``%gatecell job ID --kind video``)."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"{parser.prog}: {exc}") from None
+    for token in argv:
+        _refuse_keys(token)
+    ns = parser.parse_args(argv)
+    check_ranges(ns)
+    return ns

@@ -1,0 +1,100 @@
+"""What a magic returns as the cell's value: plain text or bytes that know how to show themselves.
+
+A magic has already shown its result (live, while it streamed), and the cell's value
+would show it a second time. So each value is created *quiet*: the display right after
+the magic returns is skipped, and every later one (``reply`` in another cell) renders
+normally. `settle()` runs after each cell and makes any value that was not displayed
+(``r = %chat hi``) loud again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.display import display
+
+from .display import media_bundle
+
+__all__ = ["Text", "MediaBytes", "finished_job", "settle"]
+
+_quiet: list[Any] = []
+
+
+def settle() -> None:
+    """After a cell: no value stays quiet beyond the display that follows its magic."""
+    for value in _quiet:
+        value._quiet = False
+    _quiet.clear()
+
+
+class _Shown:
+    prov: dict[str, Any]
+    _quiet = False
+
+    def quiet(self) -> Any:
+        self._quiet = True
+        _quiet.append(self)
+        return self
+
+    def _ipython_display_(self) -> None:
+        if self._quiet:
+            self._quiet = False
+            return
+        display(self._bundle(), raw=True, metadata={"gatecell": self.prov} if self.prov else {})
+
+    def _bundle(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class Text(_Shown, str):
+    """A reply's text. ``.partial`` is True when the stream was cut or interrupted;
+    ``.prov`` holds its provenance; ``.reasoning`` a reasoning summary if one came."""
+
+    def __new__(cls, text: str, prov: dict[str, Any] | None = None, *, partial: bool = False, reasoning: str | None = None) -> Text:
+        self = super().__new__(cls, text)
+        self.prov = prov or {}
+        self.partial = partial
+        self.reasoning = reasoning
+        return self
+
+    def _bundle(self) -> dict[str, Any]:
+        return {"text/markdown": str(self), "text/plain": str(self)}
+
+
+class MediaBytes(_Shown, bytes):
+    """Image, audio or video bytes; ``.mime`` says which, ``.prov`` where they came from.
+
+    ``open(path, "wb").write(value)`` saves them; displaying the value embeds them.
+    """
+
+    def __new__(cls, data: bytes, mime: str, prov: dict[str, Any] | None = None) -> MediaBytes:
+        self = super().__new__(cls, data)
+        self.mime = mime
+        self.prov = prov or {}
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{self.mime}, {len(self)} bytes>"
+
+    def _bundle(self) -> dict[str, Any]:
+        return media_bundle(bytes(self), self.mime)
+
+
+def finished_job(job: Any) -> Any:
+    """The job itself, made quiet like the other values (it stays an instance of the client's Job)."""
+    cls = type(job)
+    quiet_cls = _JOB_CLASSES.get(cls)
+    if quiet_cls is None:
+        quiet_cls = _JOB_CLASSES[cls] = type(cls.__name__, (_JobShown, cls), {"__module__": cls.__module__})
+    job.__class__ = quiet_cls
+    job.prov = {}
+    return job.quiet()
+
+
+class _JobShown(_Shown):
+    def _bundle(self) -> dict[str, Any]:
+        line = f"{self.kind} job {self.id}: {self.status}"  # type: ignore[attr-defined]
+        return {"text/plain": f"<{line}>", "text/markdown": f"*{line}*"}
+
+
+_JOB_CLASSES: dict[type, type] = {}

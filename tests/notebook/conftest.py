@@ -1,0 +1,140 @@
+"""Fixtures of the notebook tests: a real IPython shell with gatecell loaded, and a fault server.
+
+The fault server is a plain HTTP server on loopback that answers the way real gateways
+fail: an error status with the gateway's message (echoing the key, as some do), a stream
+cut mid-way, a slow endless stream to interrupt. It counts the requests it gets, so a
+test can prove that a bad option sent nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+FAULT_KEY = "sk-fault-" + "k3y" * 8
+
+
+class FaultServer(ThreadingHTTPServer):
+    daemon_threads = True
+    mode = "error429"
+    key = FAULT_KEY  # what its errors echo back, as some gateways do
+    requests: list[tuple[str, str, dict[str, Any]]]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FaultServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, body: Any, **headers: str) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.server.requests.append(("GET", self.path, {}))
+        self._json(200, {"object": "list", "data": [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        self.server.requests.append(("POST", self.path, body))
+        mode = self.server.mode
+        if mode == "error429":
+            message = f"rate limit reached for key {FAULT_KEY}; try again later"
+            self._json(429, {"error": {"message": message, "type": "rate_limit", "code": "429"}}, **{"Retry-After": "0"})
+        elif mode == "error400":
+            self._json(400, {"error": {"message": "context too long for this model", "type": "invalid_request_error"}})
+        elif mode in ("cut", "slow"):
+            self._stream(cut_after=5 if mode == "cut" else None)
+
+    def _stream(self, cut_after: int | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        deadline = time.monotonic() + 60
+        i = 0
+        while time.monotonic() < deadline:
+            chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "fault-chat", "choices": [{"index": 0, "delta": {"content": f"word{i} "}}]}
+            event = f"data: {json.dumps(chunk)}\n\n".encode()
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            except OSError:
+                return
+            i += 1
+            if cut_after is not None and i >= cut_after:
+                self.connection.shutdown(socket.SHUT_RDWR)  # no [DONE], no final chunk: a cut
+                return
+            time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def fault_server():
+    server = FaultServer(("127.0.0.1", 0), _Handler)
+    server.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def ipshell():
+    """IPython's test shell (a real InteractiveShell) with gatecell loaded."""
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "gatecell")
+    return shell
+
+
+@pytest.fixture
+def gc(ipshell, local_gateway, monkeypatch, tmp_path):
+    """The loaded extension pointed at the local gateway, with fresh memory and rich output."""
+    from gatecell.notebook import _STATE
+
+    magics = _STATE[id(ipshell)]["magics"]
+    config = magics.session.config
+    monkeypatch.setenv("GATECELL_API_KEY", local_gateway.api_key.reveal())
+    monkeypatch.chdir(tmp_path)
+    config.base_url = local_gateway.base_url
+    config.output = "rich"
+    config.footer = False
+    config.debug = False
+    magics.session.memory.reset()
+    magics.session.disconnect()
+    yield magics
+    config.base_url = ""
+    magics.session.disconnect()
+
+
+@pytest.fixture
+def run(ipshell, gc):
+    """``run(code)`` runs a cell in the shell; returns (ExecutionResult, captured output)."""
+    from IPython.utils.capture import capture_output
+
+    def run_cell(code: str) -> tuple[Any, Any]:
+        with capture_output() as captured:
+            result = ipshell.run_cell(code)
+        return result, captured
+
+    return run_cell

@@ -1,0 +1,158 @@
+"""The magics in a real kernel (jupyter_client / nbclient), as a notebook frontend sees them."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from typing import Any
+
+import pytest
+
+WORDS = 20_000
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A kernel with no gateway configured: its first magic starts the embedded gateway,
+    here at full speed (pace 0: thousands of tokens a second), faster than any
+    frontend could take one message per fragment."""
+    from jupyter_client import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=_env(GATECELL_LOCAL_PACE="0", GATECELL_LOCAL_JOB_SECONDS="0.5"), cwd=str(tmp_path_factory.mktemp("kernel")))
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    execute(kc, "%load_ext gatecell")
+    yield km, kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def execute(kc: Any, code: str, *, timeout: float = 60, on_message: Any = None) -> tuple[dict, list[dict]]:
+    """Run ``code``; return the execute reply and every iopub message of it."""
+    msg_id = kc.execute(code)
+    messages: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no idle within {timeout} s; got {[m['msg_type'] for m in messages]}") from None
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if on_message is not None:
+            on_message(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
+    return reply, messages
+
+
+def stream_text(messages: list[dict], name: str) -> str:
+    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+def displays(messages: list[dict]) -> list[dict]:
+    return [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+
+
+def test_long_fast_stream_sends_few_display_messages(kernel):
+    km, kc = kernel
+    words = [f"w{i}" for i in range(WORDS)]
+    started = time.monotonic()
+    reply, messages = execute(kc, "%%chat\nrepeat after me: " + " ".join(words), timeout=120)
+    seconds = time.monotonic() - started
+    assert reply["content"]["status"] == "ok", stream_text(messages, "stderr")
+    # the first magic started the embedded gateway and said so in one line
+    notice = stream_text(messages, "stdout")
+    assert notice.count("\n") == 1 and "GATECELL_BASE_URL" in notice and "%gatecell key" in notice
+    shown = displays(messages)
+    final = shown[-1]["content"]
+    assert final["data"]["text/markdown"] == " ".join(words)
+    assert final["metadata"]["gatecell"]["model"] == "local-chat"
+    assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
+    print(f"\n{WORDS} tokens in {seconds:.1f} s: {len(shown)} display messages, {len(messages)} iopub messages in all")
+    assert len(shown) < 200  # one per fragment would be 20,000
+    # the value was shown live: the cell sends no execute_result on top
+    assert not [m for m in messages if m["msg_type"] == "execute_result"]
+    reply, messages = execute(kc, "%chat count to 3")
+    assert "local gateway" not in stream_text(messages, "stdout")  # said once only
+
+
+def test_interrupt_keeps_partial_text(kernel, fault_server):
+    km, kc = kernel
+    fault_server.mode = "slow"
+    execute(kc, f"%config Gatecell.base_url = {fault_server.base_url!r}")
+    interrupted = []
+
+    def interrupt_once_text_arrives(msg: dict) -> None:
+        if not interrupted and msg["msg_type"] in ("display_data", "update_display_data") and "word3" in msg["content"]["data"]["text/markdown"]:
+            interrupted.append(True)
+            km.interrupt_kernel()
+
+    try:
+        reply, messages = execute(kc, "%%chat -o r\nhello", timeout=30, on_message=interrupt_once_text_arrives)
+        assert interrupted
+        assert reply["content"]["status"] == "error"
+        err = stream_text(messages, "stderr")
+        assert err.count("\n") == 1 and err.startswith("gatecell: interrupted: kept the"), err
+        assert not [m for m in messages if m["msg_type"] == "error"]  # no traceback
+        last = displays(messages)[-1]["content"]["data"]["text/markdown"]
+        assert last.startswith("word0 word1 word2 word3") and "interrupted: partial reply" in last
+        reply, messages = execute(kc, "print(r.partial, r.split()[:2], len(r.split()) < 1000)")
+        assert stream_text(messages, "stdout") == "True ['word0', 'word1'] True\n"
+        reply, messages = execute(kc, "%gatecell history")
+        assert "partial: interrupted" in displays(messages)[-1]["content"]["data"]["text/markdown"]
+    finally:
+        execute(kc, "%config Gatecell.base_url = ''")
+
+
+def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    key = local_gateway.api_key.reveal()
+    cells = [
+        "%load_ext gatecell",
+        "%%chat --footer\nhello",
+        "%image -o img a red square",
+        "%speak --save hi.wav hello there",
+        "%gatecell config",
+        "%video a cat",
+        "%chat -m no-such-model hi",
+        f"%config Gatecell.base_url = {fault_server.base_url!r}",
+        "%chat hello",  # the fault server echoes a key in its error message
+        "%config Gatecell.base_url = ''",
+        "%gatecell history",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    fault_server.mode = "error429"
+    for name, value in _env(GATECELL_BASE_URL=local_gateway.base_url, GATECELL_API_KEY=key).items():
+        monkeypatch.setenv(name, value)
+    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    path = tmp_path / "run.ipynb"
+    nbformat.write(nb, str(path))
+    text = path.read_text()
+    assert key not in text and key.removeprefix("sk-") not in text
+    assert fault_server.key not in text and fault_server.key.removeprefix("sk-") not in text
+    outputs = [o for cell in nb.cells for o in cell.outputs]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # embedded, not a link
+    assert any("data:audio/" in o.get("data", {}).get("text/html", "") for o in outputs)
+    errors = [o["text"] for o in outputs if o.get("name") == "stderr"]
+    assert any(e.startswith("gatecell: 404") and e.count("\n") == 1 for e in errors), errors
+    assert any(e.startswith("gatecell: 429") and "rate limit reached" in e for e in errors), errors
+    assert not [o for o in outputs if o["output_type"] == "error"]  # no tracebacks
+    assert (tmp_path / "hi.wav").exists()
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)  # the job's progress bar
+    assert any("<video controls" in o.get("data", {}).get("text/html", "") for o in outputs)
