@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import ipywidgets as widgets
+import pytest
 
 from gatecell.notebook.widgets import ChatPanel
 from gatecell.wire.schemas import RANGES
@@ -178,3 +181,12 @@ def test_a_panel_opens_and_says_why_when_models_cannot_be_listed():
     assert panel.error.startswith("could not list models:")
     panel.ask("hello")
     assert panel.error == "no model to ask: the gateway listed no chat model"
+
+
+def test_an_async_gateway_is_refused_with_a_clear_error(local_gateway):
+    from gatecell import AsyncGateway
+
+    agw = AsyncGateway(base_url=local_gateway.base_url, api_key=local_gateway.api_key)
+    with pytest.raises(TypeError, match="not an AsyncGateway"):
+        ChatPanel(agw)
+    asyncio.run(agw.aclose())

@@ -88,3 +88,11 @@ def test_streaming_leaves_the_kernel_free_and_stop_works_from_another_cell(kerne
     assert 1 <= len(updates) < 34
     assert "100." in updates[-1]  # the frontend got the complete reply
     assert KEY not in json.dumps([m["content"] for m in run.messages], default=str)
+
+    # After %load_ext gatecell, panels use the magics' settings (here: a gateway that is down).
+    out = run(
+        "%load_ext gatecell\n"
+        "%config Gatecell.base_url = 'http://127.0.0.1:9'\n"
+        "print(ChatPanel().error)"
+    )
+    assert out.strip().startswith("could not list models:"), out

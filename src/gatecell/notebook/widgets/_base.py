@@ -46,9 +46,13 @@ _own_session: Any = None
 
 def resolve_gateway(gateway: Gateway | None) -> Gateway:
     """The given gateway, else the notebook's one (settings, or the embedded local gateway)."""
-    if gateway is not None:
-        return gateway
-    return _notebook_session().gateway
+    if gateway is None:
+        return _notebook_session().gateway
+    from gatecell.wire.client import AsyncGateway
+
+    if isinstance(gateway, AsyncGateway):
+        raise TypeError("panels run requests in threads: give them a Gateway, not an AsyncGateway")
+    return gateway
 
 
 def _notebook_session() -> Any:
