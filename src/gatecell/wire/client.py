@@ -265,7 +265,7 @@ class _Endpoints:
 
     def _collect(self, response: httpx.Response, meta: ResponseMeta, call: Call, decoder_cls: type[Decoder]) -> ChatCompletion:
         """A whole SSE body (already read) as one `ChatCompletion`."""
-        decoder = decoder_cls(None, call.path)
+        decoder = decoder_cls(None, call.path, self.api_key)
         decoder.feed(response.content)
         decoder.finish()
         return ChatStream(response, decoder, meta).completion()
@@ -273,7 +273,7 @@ class _Endpoints:
     def _stream(self, response: httpx.Response, meta: ResponseMeta, call: Call, decoder_cls: type[Decoder], stream_cls: type[Any]) -> Program:
         """A stream object, parsed by what Content-Type says rather than by what was asked."""
         if _is_sse(response):
-            return stream_cls(response, decoder_cls(self.stream_idle_timeout, call.path), meta)
+            return stream_cls(response, decoder_cls(self.stream_idle_timeout, call.path, self.api_key), meta)
         yield Read(response)
         body = self._json(response, call)
         return stream_cls(response, BodyDecoder(body, path=call.path), meta)

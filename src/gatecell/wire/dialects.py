@@ -10,6 +10,7 @@ does not count as progress.
 
 from __future__ import annotations
 
+import json
 import time
 from json import loads
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from .errors import StreamError, StreamTimeoutError, error_message
 from .exchange import logger
 from .results import reply_reasoning, reply_text
+from .secret import Secret, redact
 from .sse import Event, SSEParser
 
 __all__ = ["Decoder", "ChatDecoder", "MessagesDecoder", "GenerateContentDecoder", "ResponsesDecoder", "BodyDecoder", "chat_usage"]
@@ -41,7 +43,7 @@ class Decoder:
 
     ends_at_eof = False  # True where the dialect has no end marker of its own
 
-    def __init__(self, idle_timeout: float | None = None, path: str | None = None) -> None:
+    def __init__(self, idle_timeout: float | None = None, path: str | None = None, key: Secret | None = None) -> None:
         self.parser = SSEParser()
         self.parts: list[str] = []
         self.reasoning_parts: list[str] = []
@@ -52,6 +54,7 @@ class Decoder:
         self.usage: dict[str, Any] | None = None
         self.done = False
         self.path = path
+        self._key = key  # to mask it in error events that echo it
         self._idle = idle_timeout
         self._last = _monotonic()
         self._pending = 0
@@ -110,12 +113,15 @@ class Decoder:
         return obj
 
     def error(self, message: str, cls: type[StreamError] = StreamError, obj: Any = None) -> StreamError:
+        if obj is not None:
+            obj = loads(redact(json.dumps(obj), self._key))
         found = error_message(obj) if obj is not None else None
         if found:
             message, code, kind = found
         else:
             code = kind = None
-        return cls(" ".join(message.split()), partial_text=self.text, path=self.path, code=code, type=kind, body=obj)
+        message = " ".join(redact(message, self._key).split())
+        return cls(message, partial_text=self.text, path=self.path, code=code, type=kind, body=obj)
 
 
 class ChatDecoder(Decoder):
@@ -235,7 +241,7 @@ class ResponsesDecoder(Decoder):
 class BodyDecoder(Decoder):
     """A plain JSON body where a stream was asked for: one fragment, the reply's text."""
 
-    def __init__(self, body: Any, idle_timeout: float | None = None, path: str | None = None) -> None:
+    def __init__(self, body: Any, path: str | None = None) -> None:
         super().__init__(None, path)
         self.body = body
         self.raw_events = [body]

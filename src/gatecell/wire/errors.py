@@ -76,8 +76,10 @@ class APIError(GatecellError):
         self.hint = hint
         super().__init__(self._line())
 
+    label = "error"  # what the line starts with when there is no status
+
     def _line(self) -> str:
-        head = f"{self.status}" if self.status else "error"
+        head = f"{self.status}" if self.status else self.label
         if self.path:
             head += f" from {self.method or 'POST'} {self.path}"
         line = f"{head}: {self.message}"
@@ -125,9 +127,13 @@ class ServerError(APIError):
 class APIConnectionError(APIError):
     """The gateway could not be reached, or the connection broke."""
 
+    label = "connection error"
+
 
 class APITimeoutError(APIConnectionError):
     """Connect, request or stream-idle timeout."""
+
+    label = "timeout"
 
 
 class StreamError(APIError):
@@ -136,6 +142,8 @@ class StreamError(APIError):
     ``partial_text`` holds every fragment that arrived before it ended, so nothing is lost.
     """
 
+    label = "stream error"
+
     def __init__(self, message: str, *, partial_text: str = "", **kw: Any) -> None:
         self.partial_text = partial_text
         super().__init__(message, **kw)
@@ -143,6 +151,8 @@ class StreamError(APIError):
 
 class StreamTimeoutError(StreamError, APITimeoutError):
     """A stream sent no event within the idle timeout (keep-alive comments do not count)."""
+
+    label = "stream timeout"
 
 
 class JobError(GatecellError):

@@ -115,14 +115,13 @@ def exchange(build: Callable[[Call], httpx.Request], call: Call, policy: RetryPo
 
 
 def _log_retry(call: Call, attempt: int, policy: RetryPolicy, delay: float, why: str) -> None:
-    logger.info("retry %d/%d of %s %s in %.2fs after: %s", attempt + 1, policy.max_retries, call.method, call.path, delay, why)
+    logger.info("retry %d/%d of %s %s in %.3fs after: %s", attempt + 1, policy.max_retries, call.method, call.path, delay, why)
 
 
 def connection_error(exc: httpx.HTTPError, call: Call | None = None) -> APIConnectionError:
     cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-    what = "timed out" if cls is APITimeoutError else "connection failed"
     where = {"method": call.method, "path": call.path} if call else {}
-    return cls(" ".join(f"{what}: {type(exc).__name__} {exc}".split()), **where)
+    return cls(" ".join(f"{type(exc).__name__}: {exc}".split()), **where)
 
 
 def json_body(content: bytes) -> Any:

@@ -67,9 +67,9 @@ class SSEParser:
     def feed_raw(self, data: bytes) -> list[str | Event]:
         """`feed` for hot loops: an unnamed event of a single ``data:`` line comes back as
         its data string, saving an object per event; any other event as an `Event`."""
+        if not data:  # an empty read must not consume the pending CR of the last one
+            return []
         if not self._started:
-            if not data:
-                return []
             self._started = True
             if data.startswith(_BOM):
                 data = data[3:]

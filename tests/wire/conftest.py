@@ -1,0 +1,42 @@
+"""Fixtures of the client's tests: the fault server and clients pointed at its scenarios."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from gatecell.wire.client import AsyncGateway, Gateway
+
+from fault_server import KEY, FaultServer
+
+# Fast retries: the tests check that waits are asked for, not that time passes.
+FAST = {"backoff": 0.001, "retry_after_cap": 0.2, "stream_idle_timeout": 5.0, "timeout": 10.0}
+
+
+@pytest.fixture(scope="session")
+def fault() -> Iterator[FaultServer]:
+    server = FaultServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def make(fault: FaultServer) -> Iterator[Callable[..., Any]]:
+    """``make("scenario", **options)`` -> a `Gateway` (``asynchronous=True`` for `AsyncGateway`),
+    with ``gw.token`` naming its requests on the server."""
+    made: list[Gateway] = []
+
+    def factory(scenario: str, asynchronous: bool = False, **options: Any) -> Any:
+        token = uuid.uuid4().hex[:12]
+        cls = AsyncGateway if asynchronous else Gateway
+        gw = cls(f"{fault.url}/s/{scenario}/{token}", KEY, **{**FAST, **options})
+        gw.token = token
+        if not asynchronous:
+            made.append(gw)
+        return gw
+
+    yield factory
+    for gw in made:
+        gw.close()
