@@ -35,6 +35,16 @@ def test_every_magic_has_help(run, magic):
         assert "-o VAR, --out VAR" in captured.stdout
 
 
+def test_questions_on_the_line_are_prompts_not_help(run, ipshell):
+    result, _ = run("%chat my name is Ada")
+    result, _ = run("%chat what is my name?")  # IPython alone would read `name?` as a help request
+    assert result.success and "Ada" in result.result
+    from gatecell.notebook import _keep_questions
+
+    assert _keep_questions(["%chat?\n"]) == ["%chat?\n"]  # IPython's own help on the magic stays
+    assert _keep_questions(["%%chat\n", "%chat who?\n"]) == ["%%chat\n", "%chat who?\n"]  # a cell body is left alone
+
+
 def test_gatecell_help_and_subcommand_help(run):
     result, captured = run("%gatecell help")
     assert "%%chat" in captured.stdout and "%gatecell models" in captured.stdout
@@ -208,6 +218,11 @@ def test_config_traits_and_env(ipshell, gc, monkeypatch):
     monkeypatch.setenv("GATECELL_FOOTER", "1")
     fresh = Gatecell()
     assert fresh.model == "env-model" and fresh.footer is True
+    ipshell.config.Gatecell.image_size = "256x256"  # what ipython_config.py does
+    try:
+        assert Gatecell(parent=ipshell).image_size == "256x256"
+    finally:
+        del ipshell.config.Gatecell["image_size"]
     ipshell.run_line_magic("config", "Gatecell.model = 'configured'")
     try:
         assert gc.session.config.model == "configured"

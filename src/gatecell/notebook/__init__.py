@@ -56,7 +56,7 @@ def load_ipython_extension(ipython: Any) -> None:
     _STATE[id(ipython)] = {"magics": magics, "config": config, "previous": previous}
 
 
-_QUESTION = re.compile(r"^%(chat|reason|image|speak|imagine|video|music)\b(.*\?)[ \t]*$")
+_QUESTION = re.compile(r"^%(chat|reason|image|speak|imagine|video|music)[ \t]+(\S.*\?)[ \t]*$")
 
 
 def _keep_questions(lines: list[str]) -> list[str]:

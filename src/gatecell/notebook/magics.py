@@ -100,7 +100,8 @@ class GatecellMagics(Magics):
         self.session = session
 
     @property
-    def config_(self) -> Any:
+    def defaults(self) -> Any:
+        """The `Gatecell` configurable: the defaults of every option."""
         return self.session.config
 
     # -- the cell magics (each also works as a line magic) --------------------------------
@@ -135,7 +136,7 @@ class GatecellMagics(Magics):
             from .template import interpolate
 
             prompt = interpolate(prompt, self.shell.user_ns)
-        ns.footer = ns.footer or self.config_.footer
+        ns.footer = ns.footer or self.defaults.footer
         return self._guard(ns, lambda: handler(ns, prompt.strip()))
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
@@ -147,6 +148,8 @@ class GatecellMagics(Magics):
         except (GatecellError, Interrupted) as exc:
             exc.gatecell_debug = ns.debug  # type: ignore[attr-defined]
             raise
+        except KeyboardInterrupt:  # before anything arrived: nothing to keep
+            raise Interrupted("interrupted before the gateway answered") from None
         self._store(ns, value)
         return value
 
@@ -163,13 +166,13 @@ class GatecellMagics(Magics):
         conv = memory.get(ns.conversation)
         if ns.system:
             conv.set_system(ns.system)
-        elif self.config_.system and not conv.turns:
-            conv.set_system(self.config_.system)
-        model = ns.model or self.config_.model
-        return self._converse(ns, prompt, conv.messages(prompt), model, ns.api or self.config_.api, conv=conv)
+        elif self.defaults.system and not conv.turns:
+            conv.set_system(self.defaults.system)
+        model = ns.model or self.defaults.model
+        return self._converse(ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv)
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
-        model = ns.model or self.config_.reasoning_model
+        model = ns.model or self.defaults.reasoning_model
         return self._converse(ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort)
 
     def _converse(self, ns: argparse.Namespace, prompt: str, messages: list[dict[str, str]], model: str, api: str, *, conv: Any = None, effort: str | None = None) -> Any:
@@ -180,7 +183,7 @@ class GatecellMagics(Magics):
 
         stream = not ns.no_stream
         result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
-        live = LiveMarkdown(rich=rich_output(self.config_.output), interval=self.config_.update_interval)
+        live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
         error: BaseException | None = None
         if stream:
             try:
@@ -215,8 +218,8 @@ class GatecellMagics(Magics):
     def _image(self, ns: argparse.Namespace, prompt: str) -> Any:
         from .display import provenance
 
-        model = ns.model or self.config_.image_model
-        result = self.session.gateway.image(model, prompt, size=ns.size or self.config_.image_size or None)
+        model = ns.model or self.defaults.image_model
+        result = self.session.gateway.image(model, prompt, size=ns.size or self.defaults.image_size or None)
         prov = provenance(result.meta, model=model)
         if not result.images:
             return self._unrecognised("no image in the reply", result.raw, prov)
@@ -225,8 +228,8 @@ class GatecellMagics(Magics):
     def _speak(self, ns: argparse.Namespace, prompt: str) -> Any:
         from .display import provenance
 
-        model = ns.model or self.config_.tts_model
-        voice = ns.voice or self.config_.voice
+        model = ns.model or self.defaults.tts_model
+        voice = ns.voice or self.defaults.voice
         extra = {"response_format": ns.format} if ns.format else {}
         audio = self.session.gateway.speech(model, voice, prompt, **extra)
         return self._show_all(ns, [audio], provenance(audio.meta, model=model, voice=voice), "speech")
@@ -242,7 +245,7 @@ class GatecellMagics(Magics):
             mime = item.mime or sniff_mime(data)
             show_media(
                 data, mime, prov=prov, footer=ns.footer, autoplay=getattr(ns, "autoplay", False) and i == 0,
-                embed_limit=self.config_.video_embed_limit, media_dir=self.config_.media_dir, name=f"{name}-{i}",
+                embed_limit=self.defaults.video_embed_limit, media_dir=self.defaults.media_dir, name=f"{name}-{i}",
             )
             if ns.save:
                 _save(ns.save, i, len(media), data)
@@ -261,10 +264,10 @@ class GatecellMagics(Magics):
         return self._submit(ns, lambda gw: gw.imagine(prompt))
 
     def _video(self, ns: argparse.Namespace, prompt: str) -> Any:
-        return self._submit(ns, lambda gw: gw.video(ns.model or self.config_.video_model, prompt))
+        return self._submit(ns, lambda gw: gw.video(ns.model or self.defaults.video_model, prompt))
 
     def _music(self, ns: argparse.Namespace, prompt: str) -> Any:
-        return self._submit(ns, lambda gw: gw.music(prompt, style=ns.style or self.config_.music_style or None))
+        return self._submit(ns, lambda gw: gw.music(prompt, style=ns.style or self.defaults.music_style or None))
 
     def _submit(self, ns: argparse.Namespace, submit: Callable[[Any], Any]) -> Any:
         job = submit(self.session.gateway)
@@ -281,9 +284,9 @@ class GatecellMagics(Magics):
         from .display import Progress, provenance, rich_output
         from .values import finished_job
 
-        bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.config_.output))
+        bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
         try:
-            job = self.session.gateway.wait(job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.config_.job_timeout)
+            job = self.session.gateway.wait(job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.defaults.job_timeout)
         except KeyboardInterrupt:
             bar.close("stopped waiting")
             raise Interrupted(f"stopped waiting; the job goes on: %gatecell job {job.id}") from None
@@ -329,7 +332,7 @@ class GatecellMagics(Magics):
     def _cmd_config(self, ns: argparse.Namespace) -> None:
         from .display import show_markdown
 
-        settings = {**self.session.describe(), **self.config_.summary()}
+        settings = {**self.session.describe(), **self.defaults.summary()}
         rows = ["| setting | value |", "|---|---|"] + [f"| {k} | `{v!r}` |" for k, v in settings.items()]
         show_markdown("\n".join(rows) + "\n\nChange with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`.")
 
