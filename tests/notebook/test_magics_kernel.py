@@ -147,6 +147,10 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     assert key not in text and key.removeprefix("sk-") not in text
     assert fault_server.key not in text and fault_server.key.removeprefix("sk-") not in text
     outputs = [o for cell in nb.cells for o in cell.outputs]
+    chat = [o for o in nb.cells[1].outputs if "text/markdown" in o.get("data", {})]
+    assert len(chat) == 1  # the live display, holding its final render
+    assert chat[0]["data"]["text/markdown"].startswith("Hello! I am local-chat") and "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/markdown"]
+    assert chat[0]["metadata"]["gatecell"]["endpoint"] == "/v1/chat/completions"
     assert any("image/png" in o.get("data", {}) for o in outputs)  # embedded, not a link
     assert any("data:audio/" in o.get("data", {}).get("text/html", "") for o in outputs)
     errors = [o["text"] for o in outputs if o.get("name") == "stderr"]
