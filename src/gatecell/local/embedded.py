@@ -37,7 +37,9 @@ def run_in_thread(app: Any, *, host: str = "127.0.0.1", log_level: str = "warnin
     """Serve an ASGI app from a daemon thread on a free port; (base_url, stop)."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP, and
+    # without it small writes wait for delayed ACKs (~40 ms per response on loopback).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
