@@ -86,7 +86,7 @@ def compose(turns: list[Turn], system: str | None) -> str:
 def _respond(question: str, history: list[Turn], system: str) -> str:
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
-    for rule in (_arithmetic, _count, _echo, _name, _greeting, _identity):
+    for rule in (_arithmetic, _count, _echo, _name, _canned):
         reply = rule(question, history)
         if reply:
             return reply
@@ -194,23 +194,24 @@ def _name(question: str, history: list[Turn]) -> str | None:
     return None
 
 
-def _greeting(question: str, history: list[Turn]) -> str | None:
-    if re.match(r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", question, re.I):
-        return (
-            "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
-            "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly."
-        )
-    return None
+# Fixed replies: (pattern searched in the question, reply).
+_CANNED = [
+    (
+        re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", re.I),
+        "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
+        "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly.",
+    ),
+    (
+        re.compile(r"\b(who|what) are you\b|\bwhich model\b|\bwhat model\b", re.I),
+        "I am local-chat, a deterministic, rule-based stand-in that runs inside gatecell's "
+        "local gateway with no network and no key. I am not a language model: point gatecell "
+        "at a real gateway (GATECELL_BASE_URL and GATECELL_API_KEY) for real answers.",
+    ),
+]
 
 
-def _identity(question: str, history: list[Turn]) -> str | None:
-    if re.search(r"\b(who|what) are you\b|\bwhich model\b|\bwhat model\b", question, re.I):
-        return (
-            "I am local-chat, a deterministic, rule-based stand-in that runs inside gatecell's "
-            "local gateway with no network and no key. I am not a language model: point gatecell "
-            "at a real gateway (GATECELL_BASE_URL and GATECELL_API_KEY) for real answers."
-        )
-    return None
+def _canned(question: str, history: list[Turn]) -> str | None:
+    return next((reply for pattern, reply in _CANNED if pattern.search(question)), None)
 
 
 _STOP = set(

@@ -13,16 +13,12 @@ from gatecell.wire.schemas import ChatRequest
 from ..backends import chat
 from ..registry import CHAT
 from ..sse import DONE, event
-from .common import check, event_stream, json_response, now, pace_of, paced, read_json, remote, runtime, served
+from .common import event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
 
 
-async def completions(request: Request) -> Response:
+@model_endpoint(ChatRequest, CHAT)
+async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(ChatRequest, data)
-    served(req.model, CHAT)
     answer = chat.answer([(m.role, m.content) for m in req.messages], max_tokens=req.max_tokens)
     usage = {
         "prompt_tokens": answer.prompt_tokens,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -18,7 +19,19 @@ from ..errors import Fail
 from ..registry import MODELS, LocalModel, endpoint_error
 from ..runtime import Runtime
 
-__all__ = ["runtime", "read_json", "check", "remote", "served", "pace_of", "paced", "event_stream", "json_response", "now"]
+__all__ = [
+    "runtime",
+    "read_json",
+    "check",
+    "remote",
+    "served",
+    "model_endpoint",
+    "pace_of",
+    "paced",
+    "event_stream",
+    "json_response",
+    "now",
+]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -78,6 +91,30 @@ def served(model: str, endpoint: str) -> LocalModel:
     if why:
         raise Fail(400, why, param="model", code="unsupported_endpoint")
     return local
+
+
+def model_endpoint(schema: type[BaseModel], endpoint: str):
+    """Decorate ``handler(request, req, data)`` of a SPEC endpoint whose body names a model.
+
+    The wrapper does what they all share, in this order: read the JSON body, forward a model
+    not served here to the upstream (raw bytes, unvalidated: upstream has its own rules),
+    check SPEC 2 rules, and check the local model may be called on `endpoint`.
+    """
+
+    def wrap(handler: Callable[[Request, Any, dict[str, Any]], Awaitable[Response]]):
+        @functools.wraps(handler)
+        async def run(request: Request) -> Response:
+            rt = runtime(request)
+            body, data = await read_json(request)
+            if remote(rt, data.get("model")):
+                return await rt.upstream.forward(request, body)  # type: ignore[union-attr]
+            req = check(schema, data)
+            served(req.model, endpoint)
+            return await handler(request, req, data)
+
+        return run
+
+    return wrap
 
 
 def pace_of(request: Request, rt: Runtime) -> float:

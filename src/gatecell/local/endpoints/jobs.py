@@ -8,6 +8,7 @@ upstream gateway when there is one (its jobs are polled through us too).
 from __future__ import annotations
 
 import functools
+from typing import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,7 +19,7 @@ from ..backends import imagine as flags
 from ..errors import Fail
 from ..jobs import Job
 from ..registry import VIDEOS
-from .common import check, json_response, read_json, remote, runtime, served
+from .common import check, json_response, model_endpoint, read_json, runtime
 from .media import file_url, size_of
 
 _VIDEO_STATUS = {"pending": "queued", "queued": "queued", "running": "in_progress", "done": "completed", "failed": "failed"}
@@ -29,11 +30,23 @@ def _ms(t: float | None) -> int | None:
     return int(t * 1000) if t else None
 
 
-async def _unknown(request: Request, what: str, job_id: str) -> Response:
-    rt = runtime(request)
-    if rt.upstream is not None:
-        return await rt.upstream.forward(request, b"")
-    raise Fail(404, f"no {what} task with id {job_id!r}")
+def polled(kind: str):
+    """Decorate ``handler(request, job)`` of a poll path; ids unknown here go upstream or 404."""
+
+    def wrap(handler: Callable[[Request, Job], Awaitable[Response]]):
+        @functools.wraps(handler)
+        async def run(request: Request) -> Response:
+            rt = runtime(request)
+            job = rt.jobs.get(kind, request.path_params["id"])
+            if job is not None:
+                return await handler(request, job)
+            if rt.upstream is not None:
+                return await rt.upstream.forward(request, b"")
+            raise Fail(404, f"no {kind} task with id {request.path_params['id']!r}")
+
+        return run
+
+    return wrap
 
 
 def _number(data: dict, name: str, default: float, low: float, high: float) -> float:
@@ -50,13 +63,9 @@ def _number(data: dict, name: str, default: float, low: float, high: float) -> f
 # -- video ---------------------------------------------------------------------------------
 
 
-async def create_video(request: Request) -> Response:
+@model_endpoint(VideoRequest, VIDEOS)
+async def create_video(request: Request, req: VideoRequest, data: dict) -> Response:
     rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(VideoRequest, data)
-    served(req.model, VIDEOS)
     seconds = _number(data, "seconds", 2.0, 0.5, 12.0)
     size = data.get("size") or "320x240"
     width, height = size_of(size) if isinstance(size, str) and _even_size(size) else (0, 0)
@@ -95,18 +104,14 @@ def _video(job: Job) -> dict:
     }
 
 
-async def get_video(request: Request) -> Response:
-    job = runtime(request).jobs.get("video", request.path_params["id"])
-    if job is None:
-        return await _unknown(request, "video", request.path_params["id"])
+@polled("video")
+async def get_video(request: Request, job: Job) -> Response:
     return json_response(_video(job))
 
 
-async def video_content(request: Request) -> Response:
+@polled("video")
+async def video_content(request: Request, job: Job) -> Response:
     rt = runtime(request)
-    job = rt.jobs.get("video", request.path_params["id"])
-    if job is None:
-        return await _unknown(request, "video", request.path_params["id"])
     variant = request.query_params.get("variant", "video")
     if variant != "video":
         raise Fail(400, f"variant {variant!r} is not available from local-video; use variant=video", param="variant")
@@ -143,10 +148,8 @@ async def submit_imagine(request: Request) -> Response:
     return json_response({"code": 1, "description": "Submit success", "result": job.id, "properties": {}})
 
 
-async def fetch_imagine(request: Request) -> Response:
-    job = runtime(request).jobs.get("imagine", request.path_params["id"])
-    if job is None:
-        return await _unknown(request, "imagine", request.path_params["id"])
+@polled("imagine")
+async def fetch_imagine(request: Request, job: Job) -> Response:
     phase, progress = job.phase()
     done = phase == "done"
     return json_response(
@@ -185,10 +188,8 @@ async def submit_music(request: Request) -> Response:
     return json_response({"code": "success", "message": "", "data": job.id})
 
 
-async def fetch_music(request: Request) -> Response:
-    job = runtime(request).jobs.get("music", request.path_params["id"])
-    if job is None:
-        return await _unknown(request, "music", request.path_params["id"])
+@polled("music")
+async def fetch_music(request: Request, job: Job) -> Response:
     phase, progress = job.phase()
     done = phase == "done"
     clips = []

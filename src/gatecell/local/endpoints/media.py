@@ -13,7 +13,7 @@ from gatecell.wire.schemas import ImageRequest, SpeechRequest
 from ..errors import Fail
 from ..jobs import render_in_thread
 from ..registry import IMAGES, SPEECH
-from .common import check, json_response, read_json, remote, runtime, served
+from .common import json_response, model_endpoint, runtime
 
 _AUDIO_MIME = {
     "wav": "audio/wav",
@@ -35,13 +35,9 @@ def file_url(request: Request, name: str) -> str:
     return f"{str(request.base_url).rstrip('/')}/files/{name}"
 
 
-async def images(request: Request) -> Response:
+@model_endpoint(ImageRequest, IMAGES)
+async def images(request: Request, req: ImageRequest, data: dict) -> Response:
     rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(ImageRequest, data)
-    served(req.model, IMAGES)
     if data.get("n", 1) != 1:
         raise Fail(400, f"n: local-image makes one image per request, got {data.get('n')!r}", param="n")
     fmt = data.get("response_format") or "b64_json"
@@ -63,13 +59,8 @@ async def images(request: Request) -> Response:
     return json_response({"created": int(time.time()), "data": [entry], "size": f"{width}x{height}", "output_format": "png"})
 
 
-async def speech(request: Request) -> Response:
-    rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(SpeechRequest, data)
-    served(req.model, SPEECH)
+@model_endpoint(SpeechRequest, SPEECH)
+async def speech(request: Request, req: SpeechRequest, data: dict) -> Response:
     from ..backends import speech as tts
 
     fmt = data.get("response_format") or "wav"

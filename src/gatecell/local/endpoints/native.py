@@ -14,7 +14,7 @@ from ..backends import chat
 from ..errors import Fail
 from ..registry import MESSAGES
 from ..sse import event
-from .common import check, event_stream, json_response, pace_of, paced, read_json, remote, runtime, served
+from .common import check, event_stream, json_response, model_endpoint, pace_of, paced, read_json, remote, runtime, served
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
@@ -23,13 +23,9 @@ _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 # -- POST /v1/messages -------------------------------------------------------------------
 
 
-async def messages(request: Request) -> Response:
+@model_endpoint(MessagesRequest, MESSAGES)
+async def messages(request: Request, req: MessagesRequest, data: dict) -> Response:
     rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(MessagesRequest, data)
-    served(req.model, MESSAGES)
     system = chat.text_of(data.get("system") or "")
     answer = chat.answer([(m.role, chat.text_of(m.content)) for m in req.messages], system, req.max_tokens)
     message = {

@@ -16,16 +16,12 @@ from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail
 from ..registry import RESPONSES
 from ..sse import event
-from .common import check, event_stream, json_response, pace_of, paced, read_json, remote, runtime, served
+from .common import event_stream, json_response, model_endpoint, pace_of, paced, runtime
 
 
-async def responses(request: Request) -> Response:
+@model_endpoint(ResponsesRequest, RESPONSES)
+async def responses(request: Request, req: ResponsesRequest, data: dict) -> Response:
     rt = runtime(request)
-    body, data = await read_json(request)
-    if remote(rt, data.get("model")):
-        return await rt.upstream.forward(request, body)
-    req = check(ResponsesRequest, data)
-    served(req.model, RESPONSES)
     effort = req.reasoning.effort if req.reasoning else None
     if effort is not None and effort not in EFFORTS:
         raise Fail(400, f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {effort!r}", param="reasoning.effort")
