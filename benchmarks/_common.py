@@ -65,6 +65,9 @@ class Child:
         return proc_cpu_seconds(self.pid)
 
     def stop(self) -> None:
+        """End the process; its log goes too unless GATECELL_BENCH_KEEP_LOGS is set."""
+        if self.log is not None and not os.environ.get("GATECELL_BENCH_KEEP_LOGS"):
+            self.log.unlink(missing_ok=True)
         if self.proc.poll() is None:
             # The child leads a session of its own (start_new_session): its group is ours.
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -93,7 +96,7 @@ def free_port() -> int:
 
 
 def spawn_ready_line(name: str, argv: list[str], timeout: float = 30.0) -> Child:
-    """Start a helper server of ours that prints ``READY <port>`` once it listens."""
+    """Start a helper server of ours (_neutral.py) that prints ``READY <port>`` once it listens."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
@@ -128,8 +131,9 @@ def spawn_http(
         if http_status(port, ready_path, headers) == 200:
             return child
         time.sleep(0.05)
+    tail = child.log_tail()
     child.stop()
-    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{child.log_tail()}")
+    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{tail}")
 
 
 def spawn_neutral(chunks: int = 50_000) -> Child:
@@ -263,7 +267,7 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[int, dict[bytes, byte
     """Status and lower-cased headers of the next HTTP/1.1 response."""
     head = await reader.readuntil(b"\r\n\r\n")
     headers = {}
-    for line in head.split(b"\r\n")[1:]:
+    for line in head[:-4].split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
         headers[name.strip().lower()] = value.strip().lower()
     return int(head.split(b" ", 2)[1]), headers

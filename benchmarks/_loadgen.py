@@ -23,16 +23,24 @@ from _common import HOST, raw_request, read_response
 
 
 async def open_loop(raw: bytes, port: int, rate: float, duration: float, connections: int, expect: bytes) -> dict:
+    """Send ``rate * duration`` requests on schedule; none is sent after twice ``duration``
+    (a saturated server then shows as ``unsent``, and the run stays bounded in time)."""
     total = int(rate * duration)
     conns = [await asyncio.open_connection(HOST, port) for _ in range(connections)]
     latency: list[float | None] = [None] * total  # None: the request failed
     late: list[float | None] = [None] * total
     errors: dict[str, int] = {}
     t0 = time.perf_counter() + 0.05
+    stop_at = t0 + 2 * duration
+    unsent = 0
 
     async def worker(c: int) -> None:
+        nonlocal unsent
         reader, writer = conns[c]
         for i in range(c, total, connections):
+            if time.perf_counter() > stop_at:
+                unsent += 1
+                continue
             due = t0 + i / rate
             wait = due - time.perf_counter()
             if wait > 0:
@@ -54,7 +62,9 @@ async def open_loop(raw: bytes, port: int, rate: float, duration: float, connect
     elapsed = time.perf_counter() - t0
     for _reader, writer in conns:
         writer.close()
-    return {"latency_s": latency, "late_s": late, "errors": errors, "elapsed_s": elapsed, "requests": total}
+    done = sum(x is not None for x in latency)
+    return {"latency_s": latency, "late_s": late, "errors": errors, "elapsed_s": elapsed, "requests": total,
+            "unsent": unsent, "achieved_rate": done / elapsed}  # fmt: skip
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """1,000 concurrent streaming chat requests against the local gateway's ``local-chat`` model.
 
-``gatecell serve`` runs in its own process at its default pace; this process opens 1,000
-connections at once (raw asyncio sockets, so the client is not the bottleneck), sends one
-streaming chat completion on each, and reads every stream to its end. A request counts as
+``gatecell serve`` runs in its own process with its defaults (pace, log level); this process
+opens 1,000 connections at once (raw asyncio sockets, so the client is not the bottleneck),
+sends one streaming chat completion on each, and reads every stream to its end. A request counts as
 completed when it got 200, at least one content chunk and the final ``data: [DONE]``.
 The soft limit on open files is raised to the hard one first (the gateway inherits it).
 
@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     soft, hard = raise_nofile(args.requests * 2 + 256)
 
-    with spawn_gatecell("--log-level", "warning") as gateway:
+    with spawn_gatecell() as gateway:
         cpu = gateway.cpu_seconds()
         results, elapsed = asyncio.run(burst(gateway.port, args.requests, args.timeout))
         cpu = gateway.cpu_seconds() - cpu

@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/run_all.py              # all of them, about 10 minutes
     .venv/bin/python benchmarks/run_all.py --only bench_import bench_memory
     .venv/bin/python benchmarks/run_all.py --table      # only the table, from results/*.json
+
+The table also goes into benchmarks/README.md, between its results markers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from _common import HERE, PYTHON, RESULTS
 
 BENCHMARKS = ["bench_import", "bench_request", "bench_stream", "bench_forward", "bench_concurrency", "bench_memory"]
 TIMEOUT_S = 300
+START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table
 
 
 def run(name: str) -> bool:
@@ -60,7 +63,11 @@ def main() -> int:
     failed = []
     if not args.table:
         failed = [name for name in args.only or BENCHMARKS if not run(name)]
-    print("\n" + table(BENCHMARKS))
+    text = table(BENCHMARKS)
+    print("\n" + text)
+    readme = HERE / "README.md"
+    head, _, rest = readme.read_text().partition(START)
+    readme.write_text(f"{head}{START}\n{text}\n{END}{rest.partition(END)[2]}")
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
