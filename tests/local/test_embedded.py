@@ -71,3 +71,39 @@ def test_serve_prints_a_generated_key_and_logs_none(tmp_path):
     keys = [w for w in out.split() if w.startswith("sk-local-")]
     assert len(keys) == 1, out
     assert "GET /v1/models" in out and "sk-leaky-0123456789" not in out
+
+
+def test_options_fall_back_to_the_environment(monkeypatch):
+    monkeypatch.setenv("GATECELL_LOCAL_PACE", "0.25")
+    monkeypatch.setenv("GATECELL_LOCAL_JOB_SECONDS", "1.5")
+    monkeypatch.setenv("GATECELL_LOCAL_MAX_BODY", "4096")
+    config = Config.create("sk-env-000000000")
+    assert (config.pace, config.job_seconds, config.max_body) == (0.25, 1.5, 4096)
+    assert Config.create("sk-env-000000000", pace=0.0).pace == 0.0
+    monkeypatch.setenv("GATECELL_LOCAL_PACE", "slow")
+    try:
+        Config.create("sk-env-000000000")
+    except ValueError as exc:
+        assert "GATECELL_LOCAL_PACE" in str(exc)
+    else:
+        raise AssertionError("a non-numeric pace was accepted")
+
+
+def test_embedded_gateway_shuts_down_cleanly_at_exit():
+    script = textwrap.dedent(
+        """
+        import httpx
+        from gatecell.local.embedded import start
+        gw = start()
+        key = gw.api_key.reveal()
+        body = {"model": "local-chat", "stream": True, "messages": [{"role": "user", "content": "count to 50"}]}
+        with httpx.stream("POST", gw.base_url + "/v1/chat/completions", json=body,
+                          headers={"authorization": "Bearer " + key}) as r:
+            next(r.iter_lines())  # leave a stream open at exit
+            print("served", r.status_code)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "served 200"
+    assert "Traceback" not in done.stderr and "sk-local-" not in done.stderr

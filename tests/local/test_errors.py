@@ -217,3 +217,34 @@ def test_no_input_produces_a_500(local_gateway, path, body):
     if r.status_code >= 400:
         assert r.headers["content-type"].startswith("application/json")
         assert "Traceback" not in r.text
+
+
+def test_pace_header_is_checked(http):
+    r = http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers={"x-gatecell-pace": "fast"})
+    assert r.status_code == 400 and "x-gatecell-pace" in openai_error(r)
+    r = http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers={"x-gatecell-pace": "0"})
+    assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
+
+
+def test_a_client_leaving_mid_stream_does_not_hurt_the_gateway(http):
+    body = {**CHAT, "stream": True, "messages": [{"role": "user", "content": "count to 100"}]}
+    with http.stream("POST", "/v1/chat/completions", json=body, headers={"x-gatecell-pace": "0.05"}) as r:
+        first = next(line for line in r.iter_lines() if line.startswith("data: "))
+    assert '"role":"assistant"' in first
+    assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
+
+
+def test_an_unexpected_failure_is_a_clean_500_logged_without_the_key(http, local_gateway, monkeypatch, caplog):
+    from gatecell.local.backends import chat
+
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"backend exploded near {local_gateway.api_key.reveal()}")
+
+    monkeypatch.setattr(chat, "answer", broken)
+    with caplog.at_level("ERROR", logger="gatecell.local"):
+        r = http.post("/v1/chat/completions", json=CHAT)
+        m = http.post("/v1/messages", json={**CHAT, "max_tokens": 5})
+    assert r.status_code == 500 and openai_error(r) == "internal error in the local gateway (RuntimeError)"
+    assert m.status_code == 500 and m.json()["type"] == "error"
+    assert "Traceback" not in r.text + m.text
+    assert "backend exploded" in caplog.text and local_gateway.api_key.reveal() not in caplog.text

@@ -8,7 +8,7 @@ from typing import Any
 
 from gatecell.wire.secret import redact
 
-from .config import DEFAULT_MAX_BODY, Config, new_key
+from .config import Config, new_key
 
 __all__ = ["serve", "new_key"]
 
@@ -33,12 +33,14 @@ def serve(
     upstream: str | None = None,
     upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
     pace: float | None = None,
-    max_body: int | None = DEFAULT_MAX_BODY,
+    max_body: int | None = None,
     log_level: str = "info",
     job_seconds: float | None = None,
 ) -> None:
     """Run until interrupted. Keys come from `api_keys`, else GATECELL_LOCAL_KEYS, else one
-    random ``sk-local-...`` key, printed once so the user can configure a client with it."""
+    random ``sk-local-...`` key, printed once so the user can configure a client with it.
+    `pace`, `job_seconds` and `max_body` (default 10 MiB) fall back to their GATECELL_LOCAL_*
+    variables (see `gatecell.local.config`)."""
     import uvicorn
 
     from .app import create_app
