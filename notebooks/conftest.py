@@ -1,0 +1,24 @@
+"""The tutorials run under nbval against the embedded gateway, whatever the shell has set.
+
+A developer's GATECELL_BASE_URL (or OPENAI_*, or a GATECELL_MODEL default) would send the
+tutorials' kernels to a real gateway and change every stored output. nbval starts a
+notebook's kernel while pytest sets up its first cell, so the kernel is started here
+without those variables; the test process gets them back straight after.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_PREFIXES = ("GATECELL_", "OPENAI_")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    saved = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith(_PREFIXES)}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
