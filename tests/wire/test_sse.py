@@ -79,6 +79,9 @@ _event = st.tuples(
     st.lists(_text, min_size=1, max_size=3),
     st.one_of(st.none(), st.text("abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=8)),
     st.booleans(),  # preceded by a comment
+    st.booleans(),  # followed by an extra blank line
+    st.sampled_from(["data: ", "data:"]),
+    st.one_of(st.none(), st.text("0123456789abc", min_size=1, max_size=4)),  # id
 )
 
 
@@ -87,15 +90,20 @@ def sse_streams(draw) -> tuple[bytes, list[Event]]:
     eol = draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))
     out = b""
     expected = []
-    for lines, name, with_comment in draw(st.lists(_event, max_size=8)):
-        expected.append(Event("\n".join(lines), name or "message"))
+    last_id = None
+    for lines, name, with_comment, blank, field, id in draw(st.lists(_event, max_size=8)):
         if with_comment:
             out += b": ping" + eol + eol
         if name:
             out += b"event: " + name.encode() + eol
+        if id:
+            out += b"id: " + id.encode() + eol
+            last_id = id
         for line in lines:
-            out += b"data: " + line.encode() + eol
-        out += eol
+            out += field.encode() + line.encode() + eol
+        out += eol + (eol if blank else b"")
+        data = [line[1:] if field == "data:" and line[:1] == " " else line for line in lines]
+        expected.append(Event("\n".join(data), name or "message", last_id))
     return out, expected
 
 

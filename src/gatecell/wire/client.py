@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Coroutine, Iterable
 from urllib.parse import quote
 
 import httpx
@@ -28,7 +29,7 @@ from .routing import PatternLike, Router, to_chat, to_responses
 from .schemas import ChatCompletion
 from .secret import Secret
 from .settings import ENV_BASE_URL, resolve
-from .streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
+from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream, Closing, TextStream
 
 __all__ = ["Gateway", "AsyncGateway", "ChatStream", "AsyncChatStream", "TextStream", "AsyncTextStream", "JobPaths", "logger"]
 
@@ -42,6 +43,18 @@ def _dump(request: Any) -> bytes:
 
 def _is_sse(response: httpx.Response) -> bool:
     return response.headers.get("content-type", "").startswith("text/event-stream")
+
+
+@dataclass(frozen=True)
+class _IO:
+    """All that differs between the two clients: the I/O calls and the stream classes."""
+
+    client: type[httpx.Client] | type[httpx.AsyncClient]
+    chat_stream: type[ChatStream] | type[AsyncChatStream]
+    text_stream: type[TextStream] | type[AsyncTextStream]
+    read: Callable[[httpx.Response], Any]
+    sleep: Callable[[float], Any]
+    asynchronous: bool
 
 
 class _Done:
@@ -61,11 +74,38 @@ def _step(program: Program, result: Any, error: BaseException | None) -> Any:
         raise connection_error(exc) from None
 
 
+async def _drive(program: Program, act: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Carry out a program's commands with ``act``, handing back results and transport errors.
+
+    The one driver of both clients: `AsyncGateway` awaits it; `Gateway` passes an ``act``
+    that never suspends and runs the coroutine to its end at once with `_now`.
+    """
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        command = _step(program, result, error)
+        if type(command) is _Done:
+            return command.value
+        try:
+            result, error = await act(command), None
+        except httpx.HTTPError as exc:
+            result, error = None, exc
+
+
+def _now(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends, synchronously."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise RuntimeError("a synchronous gateway action suspended")
+
+
 class _Endpoints:
     """The endpoints, written once for both clients. Subclasses provide `_run`."""
 
-    _chat_stream: type[Any]
-    _text_stream: type[Any]
+    _io: _IO
     _http: httpx.Client | httpx.AsyncClient
 
     def __init__(
@@ -99,10 +139,23 @@ class _Endpoints:
         self._http = self._new_client()
 
     def _new_client(self) -> Any:
-        raise NotImplementedError
+        return self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT}, follow_redirects=True)
 
     def _run(self, program: Program) -> Any:
-        raise NotImplementedError
+        """The result of ``program``; on `AsyncGateway`, a coroutine giving it."""
+        coroutine = _drive(program, self._act)
+        return coroutine if self._io.asynchronous else _now(coroutine)
+
+    async def _act(self, command: Send | Read | Sleep) -> Any:
+        """Carry out one command. The I/O calls come from the subclass: plain on `Gateway`
+        (so this never suspends), awaitables on `AsyncGateway`."""
+        if type(command) is Send:
+            outcome = self._http.send(command.request, stream=command.stream)
+        elif type(command) is Read:
+            outcome = self._io.read(command.response)
+        else:
+            outcome = self._io.sleep(command.seconds)
+        return (await outcome) if self._io.asynchronous else outcome
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={self.api_key!r})"
@@ -237,7 +290,7 @@ class _Endpoints:
         call = Call("POST", "/v1/chat/completions", _dump(request), request.stream, request.model)
         response, meta = yield from self._exchange(call)
         if request.stream:
-            return (yield from self._stream(response, meta, call, ChatDecoder, self._chat_stream))
+            return (yield from self._stream(response, meta, call, ChatDecoder, self._io.chat_stream))
         if _is_sse(response):  # streamed although not asked: parse by Content-Type
             return self._collect(response, meta, call, ChatDecoder)
         try:
@@ -256,7 +309,7 @@ class _Endpoints:
         call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
         response, meta = yield from self._exchange(call)
         if request.stream:
-            return (yield from self._stream(response, meta, call, ResponsesDecoder, self._chat_stream))
+            return (yield from self._stream(response, meta, call, ResponsesDecoder, self._io.chat_stream))
         if _is_sse(response):
             return self._collect(response, meta, call, ResponsesDecoder)
         completion = ChatCompletion.model_validate(to_chat(self._json(response, call), request.model))
@@ -281,7 +334,7 @@ class _Endpoints:
     def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program:
         response, meta = yield from self._exchange(call)
         if call.stream:
-            return (yield from self._stream(response, meta, call, decoder_cls, self._text_stream))
+            return (yield from self._stream(response, meta, call, decoder_cls, self._io.text_stream))
         return Reply(self._json(response, call), meta)
 
     def _image(self, call: Call) -> Program:
@@ -335,76 +388,21 @@ class _Endpoints:
         return response.content, response.headers.get("content-type")
 
 
-class Gateway(_Endpoints):
+class Gateway(_Endpoints, Closing):
     """Synchronous client. ``with Gateway() as gw: gw.chat(...)``."""
 
-    _chat_stream = ChatStream
-    _text_stream = TextStream
+    _io = _IO(httpx.Client, ChatStream, TextStream, httpx.Response.read, time.sleep, asynchronous=False)
     _http: httpx.Client
-
-    def _new_client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT}, follow_redirects=True)
-
-    def _run(self, program: Program) -> Any:
-        command = _step(program, None, None)
-        while type(command) is not _Done:
-            command = _step(program, *self._do(command))
-        return command.value
-
-    def _do(self, command: Send | Read | Sleep) -> tuple[Any, BaseException | None]:
-        try:
-            if type(command) is Send:
-                return self._http.send(command.request, stream=command.stream), None
-            if type(command) is Read:
-                return command.response.read(), None
-            return time.sleep(command.seconds), None
-        except httpx.HTTPError as exc:
-            return None, exc
 
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> Gateway:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncGateway(_Endpoints):
+class AsyncGateway(_Endpoints, AsyncClosing):
     """Asynchronous client: the same methods, awaited; streams are used with ``async for``."""
 
-    _chat_stream = AsyncChatStream
-    _text_stream = AsyncTextStream
+    _io = _IO(httpx.AsyncClient, AsyncChatStream, AsyncTextStream, httpx.Response.aread, asyncio.sleep, asynchronous=True)
     _http: httpx.AsyncClient
-
-    def _new_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT}, follow_redirects=True)
-
-    def _run(self, program: Program) -> Any:
-        return self._drive(program)
-
-    async def _drive(self, program: Program) -> Any:
-        command = _step(program, None, None)
-        while type(command) is not _Done:
-            command = _step(program, *(await self._do(command)))
-        return command.value
-
-    async def _do(self, command: Send | Read | Sleep) -> tuple[Any, BaseException | None]:
-        try:
-            if type(command) is Send:
-                return await self._http.send(command.request, stream=command.stream), None
-            if type(command) is Read:
-                return await command.response.aread(), None
-            return await asyncio.sleep(command.seconds), None
-        except httpx.HTTPError as exc:
-            return None, exc
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncGateway:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

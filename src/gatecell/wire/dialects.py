@@ -129,17 +129,18 @@ class ChatDecoder(Decoder):
 
     def on_events(self, events: list[str | Event]) -> list[str]:
         out: list[str] = []
+        add = out.append
         for event in events:
             data = event if type(event) is str else event.data  # type: ignore[union-attr]
-            if data == "[DONE]":
-                self.done = True
-                continue
             try:
                 obj = loads(data)
             except ValueError:
                 obj = None
             if type(obj) is not dict:
-                self.load(data)  # logs the skip
+                if data == "[DONE]":
+                    self.done = True
+                else:
+                    self.load(data)  # logs the skip
                 continue
             choices = obj.get("choices")
             if choices:
@@ -148,13 +149,13 @@ class ChatDecoder(Decoder):
                 if delta:
                     text = delta.get("content")
                     if text:
-                        out.append(text)
-                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                    if reasoning:
-                        self.reasoning_parts.append(reasoning)
-                finish = choice.get("finish_reason")
-                if finish:
-                    self.finish_reason = finish
+                        add(text)
+                    if len(delta) > 1:
+                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                        if reasoning:
+                            self.reasoning_parts.append(reasoning)
+                if choice.get("finish_reason"):
+                    self.finish_reason = choice["finish_reason"]
             elif obj.get("error") or getattr(event, "event", None) == "error":
                 self.parts += out
                 raise self.error("error event in the stream", obj=obj)

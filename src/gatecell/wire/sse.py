@@ -1,8 +1,8 @@
 """Server-sent events, sans-IO: bytes in, events out; and `encode` for servers.
 
-The parser works on bytes, not decoded lines, because it sits on the hot path of every
-stream: one ``split`` per network read finds whole events, and the common event (a single
-``data: ...`` line) takes no further line handling. It follows the SSE framing rules that
+The parser splits bytes, not decoded lines, because it sits on the hot path of every
+stream: per network read it decodes the whole events once and splits them once, and when
+every event is a single ``data:`` line (the usual stream) it takes no further line handling. It follows the SSE framing rules that
 real gateways exercise (WIRE-NOTES): LF, CRLF or CR line ends (a CR may end one read and
 its LF start the next), ``:`` comments (keep-alives), ``field: value`` with one optional
 space, several ``data`` lines joined by ``\\n``, and ``event``, ``id`` and ``retry``.
@@ -82,16 +82,26 @@ class SSEParser:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if self._buf:
             data = self._buf + data
-        blocks = data.split(b"\n\n")
-        self._buf = blocks.pop()
+        end = data.rfind(b"\n\n")
+        if end < 0:
+            self._buf = data
+            return []
+        self._buf = data[end + 2 :]
+        # Whole events only, so no UTF-8 sequence is cut; LF never occurs inside one.
+        text = data[:end].decode("utf-8", "replace")
+        if self.last_id is None:
+            # The usual stream, every event one ``data: `` line, takes one split. The count
+            # proves it: any other line (event:, id:, a comment, data without its space)
+            # adds a newline that no split point accounts for.
+            datas = ("\n\n" + text).split("\n\ndata: ")
+            if datas[0] == "" and text.count("\n") == 2 * len(datas) - 4:
+                del datas[0]
+                return datas  # type: ignore[return-value]
         events: list[str | Event] = []
-        for block in blocks:
-            if block[:6] == b"data: " and b"\n" not in block and self.last_id is None:
-                events.append(block[6:].decode("utf-8", "replace"))
-            else:
-                event = self._block(block)
-                if event is not None:
-                    events.append(event)
+        for block in text.split("\n\n"):
+            event = self._block(block)
+            if event is not None:
+                events.append(event)
         return events
 
     @property
@@ -102,35 +112,30 @@ class SSEParser:
     def close(self) -> list[Event]:
         """End of stream. An event left without its closing blank line is still given."""
         rest, self._buf = self._buf, b""
-        event = self._block(rest) if rest.strip(b"\n") else None
+        event = self._block(rest.decode("utf-8", "replace")) if rest.strip(b"\n") else None
         return [] if event is None else [event]
 
-    def _block(self, block: bytes) -> Event | None:
-        data: list[bytes] = []
-        name = b""
-        for line in block.split(b"\n"):
-            if not line or line[:1] == b":":
+    def _block(self, block: str) -> Event | None:
+        data: list[str] = []
+        name = ""
+        for line in block.split("\n"):
+            if not line or line[0] == ":":
                 continue
-            field, _, value = line.partition(b":")
-            if value[:1] == b" ":
+            field, _, value = line.partition(":")
+            if value[:1] == " ":
                 value = value[1:]
-            if field == b"data":
+            if field == "data":
                 data.append(value)
-            elif field == b"event":
+            elif field == "event":
                 name = value
-            elif field == b"id":
-                if b"\0" not in value:
-                    self.last_id = value.decode("utf-8", "replace")
-            elif field == b"retry" and value.isdigit():
+            elif field == "id":
+                if "\0" not in value:
+                    self.last_id = value
+            elif field == "retry" and value.isdigit():
                 self.retry = int(value)
         if not data:
             return None
-        return Event(
-            b"\n".join(data).decode("utf-8", "replace"),
-            name.decode("utf-8", "replace") or "message",
-            self.last_id,
-            self.retry,
-        )
+        return Event("\n".join(data), name or "message", self.last_id, self.retry)
 
 
 def encode(data: Any, event: str | None = None, id: str | None = None) -> bytes:

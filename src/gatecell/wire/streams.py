@@ -18,7 +18,33 @@ from .errors import StreamError, StreamTimeoutError
 from .results import ResponseMeta
 from .schemas import ChatCompletion, Usage
 
-__all__ = ["TextStream", "AsyncTextStream", "ChatStream", "AsyncChatStream"]
+__all__ = ["TextStream", "AsyncTextStream", "ChatStream", "AsyncChatStream", "Closing", "AsyncClosing"]
+
+
+class Closing:
+    """``with obj:`` calls ``obj.close()`` at the end."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: Any) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClosing:
+    """``async with obj:`` awaits ``obj.aclose()`` at the end."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: Any) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _Stream:
@@ -90,7 +116,7 @@ class _Stream:
         return f"<{type(self).__name__} {self.meta.endpoint} model={self.model!r} chars={len(self.text)} finish_reason={self.finish_reason!r}>"
 
 
-class TextStream(_Stream):
+class TextStream(_Stream, Closing):
     """A native stream (messages, generate-content, responses): iterate for ``str`` fragments."""
 
     def __iter__(self) -> Iterator[str]:
@@ -115,14 +141,8 @@ class TextStream(_Stream):
     def close(self) -> None:
         self._response.close()
 
-    def __enter__(self) -> TextStream:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncTextStream(_Stream):
+class AsyncTextStream(_Stream, AsyncClosing):
     """`TextStream` for ``async for``."""
 
     async def __aiter__(self) -> AsyncIterator[str]:
@@ -147,12 +167,6 @@ class AsyncTextStream(_Stream):
 
     async def aclose(self) -> None:
         await self._response.aclose()
-
-    async def __aenter__(self) -> AsyncTextStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 class _ChatUsage:
