@@ -42,6 +42,7 @@ def test_every_configured_key_works(make_gateway):
 def test_log_filter_masks_keys():
     record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s "GET /v1beta/x?key=%s"', ("1.2.3.4", "sk-secret-abcdefgh1234"), None)
     assert server._Redact().filter(record)
+    assert record.args[0] == "1.2.3.4"  # formatters that unpack the arguments still can
     assert "sk-secret-abcdefgh1234" not in record.getMessage() and "1234" in record.getMessage()
 
 
@@ -71,6 +72,7 @@ def test_serve_prints_a_generated_key_and_logs_none(tmp_path):
     keys = [w for w in out.split() if w.startswith("sk-local-")]
     assert len(keys) == 1, out
     assert "GET /v1/models" in out and "sk-leaky-0123456789" not in out
+    assert "Traceback" not in out and "Logging error" not in out
 
 
 def test_options_fall_back_to_the_environment(monkeypatch):

@@ -21,8 +21,12 @@ class _Redact(logging.Filter):
         self._secrets = secrets
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage(), *self._secrets)
-        record.args = ()
+        # Arguments are masked one by one, not merged into the message: uvicorn's access
+        # formatter unpacks them.
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg, *self._secrets)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a, *self._secrets) if isinstance(a, str) else a for a in record.args)
         return True
 
 
