@@ -44,49 +44,62 @@ def test_saved_notebook_holds_no_key(path: Path):
     assert _leaks(text, *configured) == []
 
 
-def _execute(path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str, key: str) -> str:
-    """Run a notebook in a real kernel with the key in its environment; return the saved text."""
+def _run(path: Path, saved: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], probe: str = "") -> tuple[str, str]:
+    """Execute a notebook in a real kernel whose only gateway settings are `env`, then run
+    `probe` in the same kernel. The notebook is saved to `saved` without the probe.
+
+    Returns the saved file's text and what the probe printed, so that a test can check the
+    kernel really held the key it was given.
+    """
     from nbclient import NotebookClient
 
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GATECELL_BASE_URL", base_url)
-    monkeypatch.setenv("GATECELL_API_KEY", key)
+    for name in list(os.environ):
+        if name.startswith(("GATECELL_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=120,
-        resources={"metadata": {"path": str(NOTEBOOKS)}},
-        store_widget_state=True,
-    )
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()  # raises CellExecutionError if a cell fails, e.g. on a 401
-    return nbformat.writes(nb)
+    probed = "".join(output.get("text", "") for output in nb.cells.pop().outputs)
+    nbformat.write(nb, saved)  # with the widget state, as nbconvert --execute saves it
+    return saved.read_text(encoding="utf-8"), probed
 
 
 @pytest.mark.parametrize("name", ["01-quickstart.ipynb", "06-widgets.ipynb"])
-def test_executed_notebook_does_not_keep_the_configured_key(name, local_gateway, monkeypatch, tmp_path):
-    # A fresh key that only this gateway accepts: every cell that reaches the gateway proves
-    # the kernel held and used it.
+def test_notebook_run_with_a_configured_key_does_not_keep_it(name, local_gateway, monkeypatch, tmp_path):
+    # Only this gateway accepts this key, so every cell that reaches it shows the kernel used it.
     key = local_gateway.api_key.reveal()
-    assert key.startswith("sk-")
-    text = _execute(NOTEBOOKS / name, monkeypatch, local_gateway.base_url, key)
-    saved = tmp_path / name
-    saved.write_text(text, encoding="utf-8")
-    # It ran against the configured gateway, not the embedded one, and shows its address...
-    assert local_gateway.base_url in text
+    env = {"GATECELL_BASE_URL": local_gateway.base_url, "GATECELL_API_KEY": key}
+    text, _ = _run(NOTEBOOKS / name, tmp_path / name, monkeypatch, env)
+    assert local_gateway.base_url in text  # the outputs name the configured gateway...
     assert "no gateway configured" not in text
-    # ...but nowhere the key, nor its secret part.
-    assert _leaks(saved.read_text(encoding="utf-8"), key) == []
+    assert _leaks(text, key) == []  # ...and nowhere its key
+
+
+def test_notebook_run_on_the_embedded_gateway_does_not_keep_its_key(monkeypatch, tmp_path):
+    # The embedded gateway takes its key from GATECELL_LOCAL_KEYS when set: a known one here.
+    key = "sk-local-" + secrets.token_urlsafe(24)
+    probe = (
+        "import os; from gatecell.local import embedded; "
+        "print(embedded.start().api_key.reveal() == os.environ['GATECELL_LOCAL_KEYS'])"
+    )
+    name = "01-quickstart.ipynb"
+    text, probed = _run(NOTEBOOKS / name, tmp_path / name, monkeypatch, {"GATECELL_LOCAL_KEYS": key}, probe)
+    assert probed.strip() == "True"  # the magics ran on the embedded gateway holding this key
+    assert "no gateway configured" in text
+    assert _leaks(text, key) == []
 
 
 def test_leak_detector_finds_a_key():
     # The detector itself can fail: a key pasted into an output is found.
     key = "sk-" + secrets.token_urlsafe(24)
     assert _leaks(f'{{"text": "key is {key}"}}', key)
+    assert _leaks(f"masked badly: {key[3:]}", key)
     assert _leaks("Authorization: Bearer abcdefgh12345678")
     assert _leaks("sk-wrong and sk-…abcd") == []
