@@ -24,6 +24,9 @@ from .sse import Event, SSEParser
 __all__ = ["Decoder", "ChatDecoder", "MessagesDecoder", "GenerateContentDecoder", "ResponsesDecoder", "BodyDecoder", "chat_usage"]
 
 _monotonic = time.monotonic
+# json.loads minus its two whitespace scans: chunks start with "{" (the tolerant path
+# in `Decoder.load` catches the rest).
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 def chat_usage(usage: Any) -> dict[str, Any] | None:
@@ -133,15 +136,16 @@ class ChatDecoder(Decoder):
         for event in events:
             data = event if type(event) is str else event.data  # type: ignore[union-attr]
             try:
-                obj = loads(data)
+                obj = _raw_decode(data)[0]
             except ValueError:
                 obj = None
             if type(obj) is not dict:
                 if data == "[DONE]":
                     self.done = True
-                else:
-                    self.load(data)  # logs the skip
-                continue
+                    continue
+                obj = self.load(data)  # the tolerant way, which logs a skip
+                if obj is None:
+                    continue
             choices = obj.get("choices")
             if choices:
                 choice = choices[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import mimetypes
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Union
@@ -173,9 +174,12 @@ class Media:
 
     @property
     def mime(self) -> str | None:
+        """From the bytes once fetched; before that, a guess from the URL (no request)."""
         if self._mime is None and self._data is not None:
             found = sniff(self._data)
             self._mime = found[1] if found else None
+        if self._mime is None and self._data is None and self.url:
+            return mimetypes.guess_type(self.url.split("?")[0])[0]
         return self._mime
 
     def save(self, path: str | Path) -> Path:
