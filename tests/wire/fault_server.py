@@ -339,6 +339,12 @@ async def native_errors(srv: FaultServer, req: Request, resp: Response) -> None:
     await resp.json(404, {"error": {"code": 404, "message": "models/nope is not found", "status": "NOT_FOUND"}})
 
 
+async def redirect(srv: FaultServer, req: Request, resp: Response) -> None:
+    target = f"http://{{host}}/s/ok/{req.token}{req.path}"
+    host = req.host if req.path == "/v1/models" else f"localhost:{srv.port}"
+    await resp.raw(307, b"", None, {"location": target.format(host=host)})
+
+
 def _date_soon() -> dict[str, str]:
     return {"retry-after": formatdate(time.time() - 5, usegmt=True)}
 
@@ -366,6 +372,7 @@ SCENARIOS: dict[str, Handler] = {
     "sse-for-plain": sse_for_plain,
     "not-json": not_json,
     "native-errors": native_errors,
+    "redirect": redirect,
 }
 
 

@@ -51,6 +51,7 @@ def test_chat_returns_a_typed_completion(make, fault):
     assert reply.usage.total_tokens == 5
     assert reply.system_fingerprint == "fp_1"  # extras are kept
     assert reply.meta.endpoint == "/v1/chat/completions" and reply.meta.request_id == "req-1"
+    assert reply.meta.usage.total_tokens == 5 and reply.meta.latency > 0 and reply.meta.status == 200
     sent = fault.seen(gw.token)[0]
     assert sent.json() == {"model": "m", "messages": HI, "temperature": 0.5, "max_tokens": 20, "stream": False, "top_p": 1.0}
     assert sent.headers["authorization"] == f"Bearer {KEY}"
@@ -60,7 +61,7 @@ def test_chat_stream_yields_fragments_then_the_whole_reply(make):
     stream = make("ok").chat("m", HI, stream=True)
     assert list(stream) == ["Hello", " world"]
     assert (stream.text, stream.finish_reason, stream.id) == ("Hello world", "stop", "chatcmpl-1")
-    assert stream.usage.total_tokens == 5
+    assert stream.usage.total_tokens == 5 and stream.meta.usage.total_tokens == 5
     completion = stream.completion()
     assert completion.choices[0].message.content == "Hello world" and completion.choices[0].finish_reason == "stop"
     assert list(stream) == []  # a stream is read once
@@ -76,7 +77,7 @@ def test_models(make):
 def test_native_messages(make):
     gw = make("ok")
     reply = gw.messages("m", HI, max_tokens=10)
-    assert reply.text == "Hi there" and reply.usage == {"input_tokens": 3, "output_tokens": 2}
+    assert reply.text == "Hi there" and reply.usage == {"input_tokens": 3, "output_tokens": 2} == reply.meta.usage
     stream = gw.messages("m", HI, stream=True)
     assert list(stream) == ["Hi", " there"]
     assert stream.finish_reason == "end_turn" and stream.usage == {"input_tokens": 3, "output_tokens": 2}
@@ -368,3 +369,11 @@ def test_model_list_and_patterns_route_without_a_refusal(make, fault):
     assert patterned.chat("deep-thinker", HI).text == "Forty-two."
     assert paths(fault, gw) == ["GET /v1/models", "POST /v1/responses"]
     assert paths(fault, patterned) == ["POST /v1/responses"]
+
+
+def test_redirects_are_followed_unless_the_key_is_in_the_vendor_header(make, fault):
+    gw = make("redirect")
+    assert "plain" in gw.models()  # same host: followed, with the bearer key
+    with pytest.raises(APIError, match=r"^307 from POST /v1beta/models/g:generateContent: redirect to http://localhost:\d+/\S+ not followed"):
+        gw.generate_content("g", "x")
+    assert [r.path for r in fault.requests if r.token == gw.token and r.scenario == "ok"] == ["/v1/models"]

@@ -2,9 +2,9 @@
 
 Every endpoint method is written once, in `_Endpoints`: it validates its arguments
 (SPEC 2 and 8, before anything is sent), builds a sans-IO *program* (see `exchange`) and
-hands it to ``self._run``. `Gateway._run` carries the program out and returns the
-result; `AsyncGateway._run` returns a coroutine doing the same with ``await``. So the two
-clients cannot drift apart: they share every decision and differ only in how they wait.
+hands it to ``self._run``, which carries it out with the client's `_IO`: `Gateway`
+returns the result, `AsyncGateway` a coroutine giving it. So the two clients cannot drift
+apart: they share every decision and differ only in the calls that do I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any, Awaitable, Callable, Coroutine, Iterable
 from urllib.parse import quote
 
 import httpx
+
+from gatecell import __version__
 
 from . import schemas
 from .dialects import ChatDecoder, Decoder, GenerateContentDecoder, MessagesDecoder, ResponsesDecoder, BodyDecoder
@@ -33,7 +35,7 @@ from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream,
 
 __all__ = ["Gateway", "AsyncGateway", "ChatStream", "AsyncChatStream", "TextStream", "AsyncTextStream", "JobPaths", "logger"]
 
-_USER_AGENT = "gatecell/0.1.0"
+_USER_AGENT = f"gatecell/{__version__}"
 _JSON = ("application/json",)
 
 
@@ -103,7 +105,7 @@ def _now(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 
 class _Endpoints:
-    """The endpoints, written once for both clients. Subclasses provide `_run`."""
+    """The endpoints, written once for both clients. Subclasses provide `_io`."""
 
     _io: _IO
     _http: httpx.Client | httpx.AsyncClient
@@ -139,7 +141,7 @@ class _Endpoints:
         self._http = self._new_client()
 
     def _new_client(self) -> Any:
-        return self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT}, follow_redirects=True)
+        return self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT})
 
     def _run(self, program: Program) -> Any:
         """The result of ``program``; on `AsyncGateway`, a coroutine giving it."""
@@ -150,7 +152,7 @@ class _Endpoints:
         """Carry out one command. The I/O calls come from the subclass: plain on `Gateway`
         (so this never suspends), awaitables on `AsyncGateway`."""
         if type(command) is Send:
-            outcome = self._http.send(command.request, stream=command.stream)
+            outcome = self._http.send(command.request, stream=command.stream, follow_redirects=command.follow)
         elif type(command) is Read:
             outcome = self._io.read(command.response)
         else:
@@ -181,7 +183,7 @@ class _Endpoints:
             schemas.ChatRequest,
             {"model": model, "messages": messages, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "stream": stream, **extra},
         )
-        return self._run(self._chat(request))  # type: ignore[arg-type]
+        return self._run(self._chat(request))
 
     def messages(self, model: str, messages: list[dict[str, Any]], max_tokens: int = 1024, stream: bool = False, **extra: Any) -> Reply | TextStream:
         """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
@@ -301,6 +303,7 @@ class _Endpoints:
             body = self._json(response, call)
             if completion is None:
                 raise APIError(f"not a chat completion: {str(body)[:200]}", status=response.status_code, method="POST", path=call.path, request_id=meta.request_id)
+        meta.usage = completion.usage
         completion._meta = meta
         return completion
 
@@ -313,6 +316,7 @@ class _Endpoints:
         if _is_sse(response):
             return self._collect(response, meta, call, ResponsesDecoder)
         completion = ChatCompletion.model_validate(to_chat(self._json(response, call), request.model))
+        meta.usage = completion.usage
         completion._meta = meta
         return completion
 
@@ -335,7 +339,9 @@ class _Endpoints:
         response, meta = yield from self._exchange(call)
         if call.stream:
             return (yield from self._stream(response, meta, call, decoder_cls, self._io.text_stream))
-        return Reply(self._json(response, call), meta)
+        reply = Reply(self._json(response, call), meta)
+        meta.usage = reply.usage
+        return reply
 
     def _image(self, call: Call) -> Program:
         response, meta = yield from self._exchange(call)

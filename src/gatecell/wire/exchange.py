@@ -34,13 +34,16 @@ __all__ = ["Send", "Read", "Sleep", "Call", "Program", "exchange", "api_error", 
 logger = logging.getLogger("gatecell")
 
 class Send:
-    """Send ``request``; with ``stream`` only the headers are read."""
+    """Send ``request``; with ``stream`` only the headers are read. Redirects are followed
+    unless the key travels in ``x-goog-api-key``, which httpx would carry to another host
+    (it drops only ``Authorization`` there)."""
 
-    __slots__ = ("request", "stream")
+    __slots__ = ("request", "stream", "follow")
 
-    def __init__(self, request: httpx.Request, stream: bool) -> None:
+    def __init__(self, request: httpx.Request, stream: bool, follow: bool = True) -> None:
         self.request = request
         self.stream = stream
+        self.follow = follow
 
 
 class Read:
@@ -86,7 +89,7 @@ def exchange(build: Callable[[Call], httpx.Request], call: Call, policy: RetryPo
         request = build(call)
         started = time.perf_counter()
         try:
-            response = yield Send(request, call.stream)
+            response = yield Send(request, call.stream, call.auth != "goog")
         except httpx.HTTPError as exc:
             error = connection_error(exc, call)
             if attempt >= policy.max_retries:
@@ -95,7 +98,7 @@ def exchange(build: Callable[[Call], httpx.Request], call: Call, policy: RetryPo
             _log_retry(call, attempt, policy, delay, str(error))
         else:
             status = response.status_code
-            if status < 400:
+            if status < 300:
                 meta = ResponseMeta(call.path, call.model, status, time.perf_counter() - started, attempts=attempt + 1, headers=response.headers)
                 if logger.isEnabledFor(logging.DEBUG):
                     logger.debug("%s %s model=%s -> %d in %.3fs (request id %s)", call.method, call.path, call.model, status, meta.latency, meta.request_id)
@@ -142,6 +145,8 @@ def api_error(response: httpx.Response, key: Secret | None, call: Call, body: An
     found = error_message(body)
     message, code, kind = found if found else (text.strip()[:300] or response.reason_phrase or "no message", None, None)
     status = response.status_code
+    if 300 <= status < 400:
+        message = f"redirect to {response.headers.get('location')} not followed (the key would go along)"
     if status < 400 and code is not None and code.isdigit() and 400 <= int(code) < 600:
         status = int(code)  # a 200 carrying an error: its code is the better status
     cls = status_error(status)

@@ -51,7 +51,7 @@ class ResponseMeta:
         status: int,
         latency: float,
         request_id: str | None = None,
-        usage: dict[str, Any] | None = None,
+        usage: Any = None,
         attempts: int = 1,
         headers: Mapping[str, str] | None = None,
     ) -> None:
@@ -59,7 +59,7 @@ class ResponseMeta:
         self.model = model
         self.status = status
         self.latency = latency  # seconds from sending to the whole body (or the stream's headers)
-        self.usage = usage
+        self.usage = usage  # the reply's usage as it came (a `Usage` for chat, else a dict)
         self.attempts = attempts
         self._headers = headers
         self._request_id = request_id

@@ -54,7 +54,14 @@ class _Stream:
         self._response = response
         self._decoder = decoder
         self._started = False
-        self.meta = meta
+        self._meta = meta
+
+    @property
+    def meta(self) -> ResponseMeta:
+        """Provenance; its ``usage`` is filled in once the stream has sent it."""
+        if self._meta.usage is None:
+            self._meta.usage = self.usage
+        return self._meta
 
     @property
     def text(self) -> str:
@@ -75,7 +82,7 @@ class _Stream:
 
     @property
     def model(self) -> str | None:
-        return self._decoder.model or self.meta.model
+        return self._decoder.model or self._meta.model
 
     @property
     def usage(self) -> Any:
@@ -110,10 +117,10 @@ class _Stream:
     def _broken(self, exc: httpx.HTTPError) -> StreamError:
         cls = StreamTimeoutError if isinstance(exc, httpx.TimeoutException) else StreamError
         what = "no data within the idle timeout" if cls is StreamTimeoutError else "the connection broke mid-stream"
-        return cls(f"{what} ({type(exc).__name__})", partial_text=self.text, path=self.meta.endpoint, request_id=self.meta.request_id)
+        return cls(f"{what} ({type(exc).__name__})", partial_text=self.text, path=self._meta.endpoint, request_id=self._meta.request_id)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.meta.endpoint} model={self.model!r} chars={len(self.text)} finish_reason={self.finish_reason!r}>"
+        return f"<{type(self).__name__} {self._meta.endpoint} model={self.model!r} chars={len(self.text)} finish_reason={self.finish_reason!r}>"
 
 
 class TextStream(_Stream, Closing):
