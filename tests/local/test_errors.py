@@ -248,3 +248,8 @@ def test_an_unexpected_failure_is_a_clean_500_logged_without_the_key(http, local
     assert m.status_code == 500 and m.json()["type"] == "error"
     assert "Traceback" not in r.text + m.text
     assert "backend exploded" in caplog.text and local_gateway.api_key.reveal() not in caplog.text
+
+
+def test_form_bodies_are_refused_with_a_clear_message(http):
+    r = http.post("/v1/videos", data={"model": "local-video", "prompt": "x"})
+    assert r.status_code == 400 and "application/json" in openai_error(r)

@@ -53,6 +53,9 @@ def json_response(data: Any, status: int = 200) -> Response:
 async def read_json(request: Request) -> tuple[bytes, dict[str, Any]]:
     """The raw body (kept for forwarding) and its JSON object; 400 when it is not one."""
     body = await request.body()
+    kind = request.headers.get("content-type", "")
+    if kind.startswith("multipart/") or kind.startswith("application/x-www-form-urlencoded"):
+        raise Fail(400, f"this gateway takes JSON bodies (Content-Type: application/json), not {kind.split(';')[0]}")
     if not body.strip():
         raise Fail(400, "the request body is empty; send a JSON object (Content-Type: application/json)")
     try:
