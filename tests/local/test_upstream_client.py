@@ -96,3 +96,11 @@ def test_garbage_from_upstream_is_502(make_gateway):
     gw, headers = front(make_gateway, raw)
     r = httpx.post(f"{gw.base_url}/v1/chat/completions", json=CHAT, headers=headers)
     assert r.status_code == 502 and r.json()["error"]["message"].startswith("upstream gateway")
+
+
+def test_head_answers_carry_no_body(make_gateway):
+    raw = RawServer([b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n"], close_after=False)
+    gw, headers = front(make_gateway, raw)
+    with httpx.Client(headers=headers, timeout=5) as client:
+        r = client.head(f"{gw.base_url}/v1/somewhere/else")
+        assert r.status_code == 200 and r.headers["content-length"] == "11"

@@ -58,7 +58,7 @@ class _Answer:
         self._chunked = False
         self._reusable = True
 
-    async def read_head(self) -> None:
+    async def read_head(self, method: str) -> None:
         reader = self._conn[0]  # type: ignore[index]
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -80,7 +80,7 @@ class _Answer:
             elif name == b"connection" and b"close" in value.lower():
                 self._reusable = False
             self.headers.append((name, value))
-        if self.status in (204, 304) or 100 <= self.status < 200:
+        if method == "HEAD" or self.status in (204, 304) or 100 <= self.status < 200:
             self._length = 0
 
     @property
@@ -128,7 +128,7 @@ class _Relay:
 
     def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
         self.status = status
-        self.headers = [*headers, (b"content-length", str(len(body)).encode())]
+        self.headers = headers
         self.body = body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -191,9 +191,9 @@ class Upstream:
                 conn[1].write(raw)
                 if _timeout is not None:  # 3.11+: a timer, not a task per request
                     async with _timeout(_ANSWER_TIMEOUT):
-                        await answer.read_head()
+                        await answer.read_head(method)
                 else:
-                    await asyncio.wait_for(answer.read_head(), _ANSWER_TIMEOUT)
+                    await asyncio.wait_for(answer.read_head(method), _ANSWER_TIMEOUT)
                 return answer
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 answer.release()
@@ -228,6 +228,10 @@ class Upstream:
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             answer.release()
             raise Fail(502, f"upstream gateway broke off its answer ({type(exc).__name__})") from None
+        if scope["method"] == "HEAD":  # the length of the body a GET would have had
+            out_headers += [(n, v) for n, v in answer.headers if n == b"content-length"]
+        else:
+            out_headers.append((b"content-length", b"%d" % len(data)))
         return _Relay(answer.status, out_headers, data)
 
     async def models(self) -> list[dict]:
