@@ -258,10 +258,8 @@ class _Endpoints:
         if call.stream:
             headers["accept"] = "text/event-stream"
         if self.api_key and call.auth != "none":
-            if call.auth == "goog":
-                headers["x-goog-api-key"] = self.api_key.reveal()
-            else:
-                headers["authorization"] = "Bearer " + self.api_key.reveal()
+            key = self.api_key.reveal()  # at the last moment, into this request only
+            headers.update({"x-goog-api-key": key} if call.auth == "goog" else {"authorization": "Bearer " + key})
         timeout = self._stream_timeout if call.stream else self._timeout
         url = self.base_url + call.path if call.path[:1] == "/" else call.path  # absolute: no merge per request
         return self._http.build_request(call.method, url, content=call.body, headers=headers, timeout=timeout)
@@ -293,11 +291,11 @@ class _Endpoints:
         response, meta = yield from self._exchange(call)
         if request.stream:
             return (yield from self._stream(response, meta, call, ChatDecoder, self._io.chat_stream))
-        if _is_sse(response):  # streamed although not asked: parse by Content-Type
-            return self._collect(response, meta, call, ChatDecoder)
         try:
             completion = ChatCompletion.model_validate_json(response.content)
         except ValueError:
+            if _is_sse(response):  # streamed although not asked: parse by Content-Type
+                return self._collect(response, meta, call, ChatDecoder)
             completion = None
         if completion is None or not completion.choices:
             body = self._json(response, call)

@@ -256,7 +256,7 @@ class BodyDecoder(Decoder):
 
     def finish(self) -> list[str]:
         body = self.body
-        text = reply_text(body) or ""
+        text = body if isinstance(body, str) else reply_text(body) or ""  # a text body is its own text
         self.parts = [text] if text else []
         thought = reply_reasoning(body)
         self.reasoning_parts = [thought] if thought else []

@@ -45,13 +45,17 @@ class Router:
     def __init__(self, patterns: Iterable[PatternLike] | None = None) -> None:
         self.patterns: tuple[PatternLike, ...] = DEFAULT_PATTERNS if patterns is None else tuple(patterns)
         self._known: dict[str, bool] = {}  # model -> needs responses, learned from the gateway
+        self._matched: dict[str, bool] = {}  # model -> what the patterns say (asked per request)
 
     def wants_responses(self, model: str) -> bool:
         known = self._known.get(model)
-        if known is not None:
-            return known
-        name = model.lower()
-        return any(p.search(model) if isinstance(p, re.Pattern) else fnmatchcase(name, p.lower()) for p in self.patterns)
+        if known is None:
+            known = self._matched.get(model)
+        if known is None:
+            name = model.lower()
+            known = any(p.search(model) if isinstance(p, re.Pattern) else fnmatchcase(name, p.lower()) for p in self.patterns)
+            self._matched[model] = known
+        return known
 
     def learn(self, models: Iterable[Model]) -> None:
         """Take what a model list says about endpoints."""
