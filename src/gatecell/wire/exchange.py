@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Mapping
+from typing import Any, Callable, Generator
 
 import httpx
 
