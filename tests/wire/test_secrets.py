@@ -42,7 +42,7 @@ def failures(gw, *calls) -> list[GatecellError]:
 
 def test_the_gateway_and_its_settings_show_a_mask(make):
     gw = make("ok")
-    assert exposed(gw, gw.api_key, gw._http) == []
+    assert exposed(gw, gw.api_key, gw._http, gw._http.headers) == []
     assert MASKED in repr(gw)
 
 

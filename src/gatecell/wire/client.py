@@ -37,6 +37,7 @@ __all__ = ["Gateway", "AsyncGateway", "ChatStream", "AsyncChatStream", "TextStre
 
 _USER_AGENT = f"gatecell/{__version__}"
 _JSON = ("application/json",)
+_SSE = {"accept": "text/event-stream"}
 
 
 def _dump(request: Any) -> bytes:
@@ -129,7 +130,6 @@ class _Endpoints:
         if not settings.base_url:
             raise ConfigError(f"no gateway address: pass base_url= or set {' or '.join(ENV_BASE_URL)}")
         self.base_url: str = settings.base_url
-        self.api_key: Secret | None = settings.api_key
         self.stream_idle_timeout = stream_idle_timeout
         self.retry = RetryPolicy(max_retries=max_retries, base=backoff, retry_after_cap=retry_after_cap)
         self.router = Router(reasoning_patterns)
@@ -138,10 +138,22 @@ class _Endpoints:
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._stream_timeout = httpx.Timeout(timeout, connect=connect_timeout, read=stream_idle_timeout)
         self._origin = httpx.URL(self.base_url).copy_with(path="/", query=None, fragment=None)
-        self._http = self._new_client()
+        self._http = self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT, "content-type": "application/json"})
+        self.api_key = settings.api_key
 
-    def _new_client(self) -> Any:
-        return self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT})
+    @property
+    def api_key(self) -> Secret | None:
+        return self._api_key
+
+    @api_key.setter
+    def api_key(self, value: str | Secret | None) -> None:
+        """The bearer header lives in the connection pool's defaults (built once, not per
+        request; httpx shows it as ``[secure]``); requests that must not carry it drop it."""
+        self._api_key = Secret(value) if isinstance(value, str) and value else value or None
+        if self._api_key:
+            self._http.headers["authorization"] = "Bearer " + self._api_key.reveal()
+        else:
+            self._http.headers.pop("authorization", None)
 
     def _run(self, program: Program) -> Any:
         """The result of ``program``; on `AsyncGateway`, a coroutine giving it."""
@@ -254,15 +266,16 @@ class _Endpoints:
     # -- programs (sans-IO; see exchange) ---------------------------------------------
 
     def _build(self, call: Call) -> httpx.Request:
-        headers = {"content-type": "application/json"} if call.body is not None else {}
-        if call.stream:
-            headers["accept"] = "text/event-stream"
-        if self.api_key and call.auth != "none":
-            key = self.api_key.reveal()  # at the last moment, into this request only
-            headers.update({"x-goog-api-key": key} if call.auth == "goog" else {"authorization": "Bearer " + key})
-        timeout = self._stream_timeout if call.stream else self._timeout
         url = self.base_url + call.path if call.path[:1] == "/" else call.path  # absolute: no merge per request
-        return self._http.build_request(call.method, url, content=call.body, headers=headers, timeout=timeout)
+        if call.stream:
+            request = self._http.build_request(call.method, url, content=call.body, headers=_SSE, timeout=self._stream_timeout)
+        else:
+            request = self._http.build_request(call.method, url, content=call.body)
+        if call.auth != "bearer" and self._api_key:
+            del request.headers["authorization"]
+            if call.auth == "goog":
+                request.headers["x-goog-api-key"] = self._api_key.reveal()
+        return request
 
     def _exchange(self, call: Call) -> Program:
         return exchange(self._build, call, self.retry, self.api_key)
