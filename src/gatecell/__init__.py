@@ -23,6 +23,7 @@ _LAZY = {
     "APITimeoutError": "gatecell.wire.errors",
     "RateLimitError": "gatecell.wire.errors",
     "StreamError": "gatecell.wire.errors",
+    "StreamTimeoutError": "gatecell.wire.errors",
     "JobError": "gatecell.wire.errors",
 }
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         JobError,
         RateLimitError,
         StreamError,
+        StreamTimeoutError,
     )
     from gatecell.wire.secret import Secret
 

@@ -13,9 +13,34 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "error_line"]
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "error_line", "session_for"]
 
 _STATE: dict[int, dict[str, Any]] = {}
+_OWN_SESSIONS: dict[int, Any] = {}
+
+
+def session_for(shell: Any = None) -> Any:
+    """The notebook's `NotebookSession` for ``shell`` (default: the running one).
+
+    When ``%load_ext gatecell`` ran there, it is the magics' session, so ``%gatecell key``
+    and ``%config Gatecell.*`` apply to panels too; otherwise (Voila, a plain kernel) one
+    session of its own per shell, made the same way.
+    """
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    state = _STATE.get(id(shell))
+    if state is not None:
+        return state["magics"].session
+    own = _OWN_SESSIONS.get(id(shell))
+    if own is None:
+        from .config import Gatecell
+        from .session import NotebookSession
+
+        own = NotebookSession(Gatecell(parent=shell) if shell is not None else Gatecell())
+        _OWN_SESSIONS[id(shell)] = own
+    return own
 
 
 def error_line(exc: BaseException) -> str:

@@ -188,7 +188,8 @@ def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
 
     Shapes: chat format ``{"error": {"message", "type", "code"}}``, native messages
     ``{"type": "error", "error": {"type", "message"}}``, generate-content
-    ``{"error": {"code", "message", "status"}}``, and a bare ``{"error": "text"}``.
+    ``{"error": {"code", "message", "status"}}``, a bare ``{"error": "text"}``, and the
+    job-style ``{"code": 24, "description"}`` / ``{"code": "error", "message"}``.
     """
     if not isinstance(body, dict):
         return None
@@ -200,4 +201,8 @@ def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
         code = err.get("code")
         kind = err.get("type") or err.get("status")
         return str(message), None if code is None else str(code), None if kind is None else str(kind)
+    code = body.get("code")
+    text = body.get("description") or body.get("message")
+    if code not in (None, 1, 21, 22, "success") and isinstance(text, str) and text:
+        return text, str(code), None
     return None

@@ -41,39 +41,17 @@ ENDPOINTS: dict[str, tuple[str, ...]] = {
 }
 
 
-_own_session: Any = None
-
-
 def resolve_gateway(gateway: Gateway | None) -> Gateway:
     """The given gateway, else the notebook's one (settings, or the embedded local gateway)."""
     if gateway is None:
-        return _notebook_session().gateway
+        from gatecell.notebook import session_for
+
+        return session_for().gateway
     from gatecell.wire.client import AsyncGateway
 
     if isinstance(gateway, AsyncGateway):
         raise TypeError("panels run requests in threads: give them a Gateway, not an AsyncGateway")
     return gateway
-
-
-def _notebook_session() -> Any:
-    """The magics' session when ``%load_ext gatecell`` ran in this shell, so that
-    ``%gatecell key`` and ``%config Gatecell.base_url`` apply to the panels too; otherwise
-    (Voila, a plain kernel) one session of the panels' own, made the same way."""
-    global _own_session
-    from IPython import get_ipython
-
-    from gatecell import notebook
-
-    shell = get_ipython()
-    state = notebook._STATE.get(id(shell)) if shell is not None else None
-    if state is not None:
-        return state["magics"].session
-    if _own_session is None:
-        from gatecell.notebook.config import Gatecell
-        from gatecell.notebook.session import NotebookSession
-
-        _own_session = NotebookSession(Gatecell(parent=shell) if shell is not None else Gatecell())
-    return _own_session
 
 
 def list_models(gateway: Gateway) -> tuple[list[Any], str | None]:
