@@ -86,9 +86,9 @@ def main() -> None:
     soft, hard = raise_nofile(args.requests * 2 + 256)
 
     with spawn_gatecell() as gateway:
-        cpu = gateway.cpu_seconds()
+        cpu, client_cpu = gateway.cpu_seconds(), time.process_time()
         results, elapsed = asyncio.run(burst(gateway.port, args.requests, args.timeout))
-        cpu = gateway.cpu_seconds() - cpu
+        cpu, client_cpu = gateway.cpu_seconds() - cpu, time.process_time() - client_cpu
         peak_rss = proc_status_kib(gateway.pid, "VmHWM")
 
     ok = [r for r in results if "error" not in r]
@@ -98,7 +98,7 @@ def main() -> None:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
     stats = {
         "requests": args.requests, "completed": len(ok), "errors": sum(errors.values()), "error_kinds": errors,
-        "elapsed_s": elapsed, "gateway_cpu_s": cpu, "gateway_peak_rss_mib": peak_rss / 1024,
+        "elapsed_s": elapsed, "gateway_cpu_s": cpu, "client_cpu_s": client_cpu, "gateway_peak_rss_mib": peak_rss / 1024,
         "chunks_per_stream": ok[0]["chunks"] if ok else 0,
         "head_p50_s": percentile([r["head"] for r in ok], 50) if ok else None,
         "head_p99_s": percentile([r["head"] for r in ok], 99) if ok else None,

@@ -13,7 +13,7 @@ saturation, "added latency" is what one request through the gateway costs on top
 request sent straight to the upstream. Targets take turns over several rounds. Each server's
 CPU per request (from /proc) is reported too: it does not depend on the rate.
 
-    .venv/bin/python benchmarks/bench_forward.py [--rate 200] [--idle-rate 25] [--duration 3] [--rounds 2]
+    .venv/bin/python benchmarks/bench_forward.py [--rate 200] [--idle-rate 25] [--duration 3] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200, help="requests per second of the loaded pass")
     parser.add_argument("--idle-rate", type=float, default=25, help="requests per second of the unloaded pass")
     parser.add_argument("--duration", type=float, default=3, help="seconds per target per round and pass")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=50)
     args = parser.parse_args()
     passes = {"loaded": args.rate, "unloaded": args.idle_rate}
