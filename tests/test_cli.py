@@ -113,3 +113,36 @@ def test_serve_answers_with_the_given_key_and_refuses_others():
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_lab_serves_the_tutorials_with_the_embedded_gateway(tmp_path):
+    """The README's main command: JupyterLab on notebooks/, its kernels pointed at one gateway."""
+    port = free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
+    env = {**base, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
+    proc = subprocess.Popen(
+        [*CLI, "lab", "--port", str(port), "--no-browser", "--IdentityProvider.token=gatecell-test"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        headers = {"Authorization": "token gatecell-test"}
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                listing = httpx.get(f"http://127.0.0.1:{port}/api/contents", headers=headers)
+                if listing.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "gatecell lab did not start"
+            time.sleep(0.3)
+        names = {item["name"] for item in listing.json()["content"]}
+        assert "01-quickstart.ipynb" in names
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert "embedded local gateway at http://127.0.0.1:" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -103,7 +104,15 @@ def _lab(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={args.notebooks}"]
     if args.port:
         command.append(f"--port={args.port}")
-    return subprocess.call(command + args.jupyter_args, env=env)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI machines run as root
+        command.append("--allow-root")
+    child = subprocess.Popen(command + args.jupyter_args, env=env)
+    signal.signal(signal.SIGTERM, lambda *_: child.terminate())
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # jupyter asks for confirmation itself; serve until it exits
+            continue
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,16 +151,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(run=_serve)
 
-    lab = sub.add_parser("lab", help="open JupyterLab on the tutorials, served by the embedded gateway")
+    lab = sub.add_parser(
+        "lab",
+        help="open JupyterLab on the tutorials, served by the embedded gateway",
+        description="Other options (--no-browser, ...) are passed on to jupyter lab.",
+    )
     lab.add_argument("--notebooks", default=str(Path.cwd() / "notebooks"))
     lab.add_argument("--port", type=int)
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to jupyter lab")
     lab.set_defaults(run=_lab)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = extra
     try:
         return args.run(args)
     except KeyboardInterrupt:
