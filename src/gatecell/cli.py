@@ -82,6 +82,8 @@ def _serve(args: argparse.Namespace) -> int:
         upstream=args.upstream,
         upstream_key_env=args.upstream_key_env,
         pace=args.pace,
+        job_seconds=args.job_seconds,
+        max_body=args.max_body,
         log_level=args.log_level,
     )
     return 0
@@ -147,7 +149,13 @@ def _parser() -> argparse.ArgumentParser:
         default="GATECELL_UPSTREAM_KEY",
         help="environment variable holding the upstream key (default: %(default)s)",
     )
-    serve.add_argument("--pace", type=float, help="seconds between streamed tokens of the local chat model")
+    serve.add_argument(
+        "--pace", type=float, help="seconds between streamed tokens of local-chat (env GATECELL_LOCAL_PACE)"
+    )
+    serve.add_argument(
+        "--job-seconds", type=float, help="how long a local media job takes (env GATECELL_LOCAL_JOB_SECONDS)"
+    )
+    serve.add_argument("--max-body", type=int, help="request body cap in bytes (env GATECELL_LOCAL_MAX_BODY)")
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(run=_serve)
 
