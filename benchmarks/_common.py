@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import gc
 import json
 import math
@@ -39,6 +40,17 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # ---------------------------------------------------------------- child processes
 
+_CHILDREN: list[Child] = []  # every server started here, stopped at exit whatever happens
+
+
+def _stop_all() -> None:
+    for child in _CHILDREN:
+        child.stop()
+
+
+atexit.register(_stop_all)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that atexit runs on a plain kill too
+
 
 @dataclass
 class Child:
@@ -49,6 +61,9 @@ class Child:
     port: int
     log: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _CHILDREN.append(self)
 
     @property
     def pid(self) -> int:
