@@ -11,8 +11,8 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["main"]
 
@@ -43,13 +43,13 @@ def _chat(args: argparse.Namespace) -> int:
         prompt = sys.stdin.read()
     messages = [{"role": "system", "content": args.system}] if args.system else []
     messages.append({"role": "user", "content": prompt})
-    params = dict(
-        model=args.model,
-        messages=messages,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-    )
+    params = {
+        "model": args.model,
+        "messages": messages,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+    }
     with _gateway() as gw:
         if args.no_stream:
             print(gw.chat(**params).text)
@@ -85,6 +85,7 @@ def _serve(args: argparse.Namespace) -> int:
         job_seconds=args.job_seconds,
         max_body=args.max_body,
         log_level=args.log_level,
+        access_log=args.access_log,
     )
     return 0
 
@@ -157,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--max-body", type=int, help="request body cap in bytes (env GATECELL_LOCAL_MAX_BODY)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--access-log", action="store_true", help="log every request (costs CPU per request)")
     serve.set_defaults(run=_serve)
 
     lab = sub.add_parser(

@@ -63,7 +63,7 @@ def test_serve_prints_a_generated_key_and_logs_none(tmp_path):
                       headers={"authorization": "Bearer sk-nope-0000000000"})
             import os; os._exit(0)
         threading.Thread(target=hit, daemon=True).start()
-        server.serve(port=port, log_level="info")
+        server.serve(port=port, log_level="info", access_log=True)
         """
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
