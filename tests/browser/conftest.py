@@ -58,7 +58,7 @@ def dashboard_key() -> str:
     return "sk-" + secrets.token_urlsafe(24)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def voila_url(tmp_path_factory, dashboard_key):
     home = tmp_path_factory.mktemp("voila")
     port = _free_port()
@@ -101,7 +101,7 @@ def voila_url(tmp_path_factory, dashboard_key):
             process.wait(5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         pytest.fail(
@@ -117,9 +117,10 @@ def browser():
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def page(browser, voila_url):
-    """One dashboard page for the whole session: each page load starts a kernel."""
+    """One dashboard page for the module: each page load starts a kernel. Module scope, so
+    Playwright's event loop is gone before other tests run `asyncio.run`."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60_000)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import ipywidgets as widgets
 import pytest
@@ -85,11 +89,40 @@ def test_stop_ends_the_turn_at_once_and_keeps_what_arrived(gw, until):
     assert panel.messages[-1]["content"] == "1, 2, 3."
 
 
-def test_a_turn_stopped_before_any_text_is_taken_back(gw):
-    panel = ChatPanel(gw, model="local-chat")
+class _SilentStream(BaseHTTPRequestHandler):
+    """Opens an event stream and sends nothing: Stop always comes before any text."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(3)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def silent_gw():
+    from gatecell import Gateway
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SilentStream)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with Gateway(base_url=f"http://127.0.0.1:{server.server_port}", api_key="sk-" + "s" * 24) as client:
+        yield client
+    server.shutdown()
+
+
+def test_a_turn_stopped_before_any_text_is_taken_back(silent_gw, until):
+    panel = ChatPanel(silent_gw, models=[SimpleNamespace(id="local-chat", endpoints=None)], model="local-chat")
     panel.prompt.value = "count to 50"
     panel.ask()
+    until(lambda: panel.busy)
     panel.stop()
+    assert panel.wait(10), "the stream thread did not end after Stop"
     assert panel.messages == []
     assert panel.transcript.children == ()
     assert panel.prompt.value == "count to 50"
