@@ -306,7 +306,6 @@ class GatecellMagics(Magics):
     # -- %gatecell ------------------------------------------------------------------------
 
     @line_magic
-    @no_var_expand
     def gatecell(self, line: str) -> Any:
         """%gatecell models | config | key | history | reset | job ID | help"""
         try:

@@ -63,7 +63,7 @@ class NotebookSession:
 
         served = embedded.start()
         self._local_url = served.base_url
-        print(LOCAL_NOTICE.format(url=served.base_url))
+        print(LOCAL_NOTICE.format(url=served.base_url), flush=True)
         return Gateway(base_url=served.base_url, api_key=served.api_key)
 
     def set_key(self, key: Secret, source: str = "%gatecell key") -> None:
@@ -92,6 +92,8 @@ class NotebookSession:
             key = f"set ({self.key_source})"
         elif settings.api_key is not None:
             key = "set (environment)"
+        elif self.local:
+            key = "the local gateway's own"
         else:
             key = "not set"
         url = settings.base_url or "local gateway (started on first use)"
