@@ -202,6 +202,22 @@ def test_config(monkeypatch):
         assert gw.base_url == "http://explicit:3" and gw.api_key.reveal() == "sk-other-key-123456"
 
 
+def test_numbers_come_from_the_environment_when_not_given(make, fault, monkeypatch):
+    monkeypatch.setenv("GATECELL_MAX_RETRIES", "0")
+    monkeypatch.setenv("GATECELL_STREAM_IDLE_TIMEOUT", "0.3")
+    gw = make("500always")
+    with pytest.raises(ServerError):
+        gw.chat("m", HI)
+    assert len(fault.seen(gw.token)) == 1
+    assert gw.stream_idle_timeout == 5.0  # an explicit argument wins over the environment
+    quiet = Gateway(f"{fault.url}/s/silent/x", KEY)
+    assert quiet.stream_idle_timeout == 0.3 and quiet.retry.max_retries == 0
+    quiet.close()
+    monkeypatch.setenv("GATECELL_TIMEOUT", "soon")
+    with pytest.raises(ConfigError, match="^GATECELL_TIMEOUT must be a float, got 'soon'$"):
+        Gateway(fault.url, KEY)
+
+
 # -- retries ----------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from .retry import RetryPolicy
 from .routing import PatternLike, Router, to_chat, to_responses
 from .schemas import ChatCompletion
 from .secret import Secret
-from .settings import ENV_BASE_URL, resolve
+from .settings import ENV_BASE_URL, env_number, resolve
 from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream, Closing, TextStream
 
 __all__ = ["Gateway", "AsyncGateway", "ChatStream", "AsyncChatStream", "TextStream", "AsyncTextStream", "JobPaths", "logger"]
@@ -116,10 +116,10 @@ class _Endpoints:
         base_url: str | None = None,
         api_key: str | Secret | None = None,
         *,
-        timeout: float = 60.0,
-        connect_timeout: float = 5.0,
-        stream_idle_timeout: float = 60.0,
-        max_retries: int = 2,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        stream_idle_timeout: float | None = None,
+        max_retries: int | None = None,
         reasoning_patterns: Iterable[PatternLike] | None = None,
         job_paths: JobPaths | None = None,
         backoff: float = 0.5,
@@ -130,6 +130,12 @@ class _Endpoints:
         if not settings.base_url:
             raise ConfigError(f"no gateway address: pass base_url= or set {' or '.join(ENV_BASE_URL)}")
         self.base_url: str = settings.base_url
+        # Unset numbers come from GATECELL_TIMEOUT, GATECELL_CONNECT_TIMEOUT,
+        # GATECELL_STREAM_IDLE_TIMEOUT and GATECELL_MAX_RETRIES, else these defaults.
+        timeout = env_number(timeout, "GATECELL_TIMEOUT", 60.0)
+        connect_timeout = env_number(connect_timeout, "GATECELL_CONNECT_TIMEOUT", 5.0)
+        stream_idle_timeout = env_number(stream_idle_timeout, "GATECELL_STREAM_IDLE_TIMEOUT", 60.0)
+        max_retries = env_number(max_retries, "GATECELL_MAX_RETRIES", 2)
         self.stream_idle_timeout = stream_idle_timeout
         self.retry = RetryPolicy(max_retries=max_retries, base=backoff, retry_after_cap=retry_after_cap)
         self.router = Router(reasoning_patterns)

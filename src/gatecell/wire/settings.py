@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .secret import Secret
 
-__all__ = ["Settings", "resolve", "root_url", "ENV_BASE_URL", "ENV_API_KEY"]
+__all__ = ["Settings", "resolve", "root_url", "env_number", "ENV_BASE_URL", "ENV_API_KEY"]
 
 ENV_BASE_URL = ("GATECELL_BASE_URL", "OPENAI_BASE_URL")
 ENV_API_KEY = ("GATECELL_API_KEY", "OPENAI_API_KEY")
@@ -51,3 +51,21 @@ def resolve(base_url: str | None = None, api_key: str | Secret | None = None) ->
         base_url=root_url(url) if url else None,
         api_key=Secret(key) if key else None,
     )
+
+
+def env_number(value: float | None, name: str, default: float) -> float:
+    """An explicit number, else the environment variable ``name``, else ``default``.
+
+    A malformed variable is a `ConfigError` naming it, not a silent default.
+    """
+    if value is not None:
+        return value
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return type(default)(raw)
+    except ValueError:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{name} must be a {type(default).__name__}, got {raw!r}") from None
