@@ -15,7 +15,9 @@ import json
 import re
 from typing import Any
 
-__all__ = ["Event", "SSEParser", "encode", "comment"]
+__all__ = ["Event", "SSEParser", "encode", "comment", "DONE"]
+
+DONE = b"data: [DONE]\n\n"  # SPEC 6: the last line of a chat completion stream
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -140,14 +142,15 @@ class SSEParser:
 
 def encode(data: Any, event: str | None = None, id: str | None = None) -> bytes:
     """One event as bytes, for servers. Non-string data is sent as compact JSON."""
-    if not isinstance(data, str):
-        data = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     head = ""
     if event is not None:
         head += f"event: {event}\n"
     if id is not None:
         head += f"id: {id}\n"
-    body = "".join(f"data: {line}\n" for line in _LINE_END.split(data))
+    if isinstance(data, str):
+        body = "".join(f"data: {line}\n" for line in _LINE_END.split(data))
+    else:  # compact JSON escapes every line break: one data line
+        body = f"data: {json.dumps(data, separators=(',', ':'), ensure_ascii=False)}\n"
     return (head + body + "\n").encode()
 
 

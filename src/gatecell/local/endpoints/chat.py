@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gatecell.wire.schemas import ChatRequest
+from gatecell.wire.sse import DONE, encode
 
 from ..backends import chat
 from ..registry import CHAT
-from ..sse import DONE, event
 from .common import event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
 
 
@@ -39,12 +39,12 @@ async def _chunks(head: dict, answer: chat.Answer, usage: dict | None, pace: flo
     head = {**head, "object": "chat.completion.chunk"}
 
     def chunk(delta: dict, finish: str | None = None) -> bytes:
-        return event({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+        return encode({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
 
     yield chunk({"role": "assistant", "content": ""})
     async for token in paced(answer.tokens, pace):
         yield chunk({"content": token})
     yield chunk({}, answer.finish_reason)
     if usage is not None:
-        yield event({**head, "choices": [], "usage": usage})
+        yield encode({**head, "choices": [], "usage": usage})
     yield DONE

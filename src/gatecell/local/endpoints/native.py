@@ -9,12 +9,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
+from gatecell.wire.sse import encode
 
 from ..backends import chat
 from ..errors import Fail
 from ..registry import MESSAGES
-from ..sse import event
-from .common import check, event_stream, json_response, model_endpoint, pace_of, paced, read_json, remote, runtime, served
+from .common import (
+    check,
+    event_stream,
+    json_response,
+    model_endpoint,
+    pace_of,
+    paced,
+    read_json,
+    remote,
+    runtime,
+    served,
+)
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
@@ -45,7 +56,7 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
 
 async def _message_events(message: dict, answer: chat.Answer, pace: float) -> AsyncIterator[bytes]:
     def ev(data: dict) -> bytes:
-        return event(data, data["type"])
+        return encode(data, data["type"])
 
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
     yield ev({"type": "message_start", "message": start})
@@ -100,10 +111,10 @@ async def _content_events(reply: Any, answer: chat.Answer, pace: float) -> Async
     last = len(answer.tokens) - 1
     i = 0
     async for token in paced(answer.tokens, pace):
-        yield event(reply(token, answer.finish_reason if i == last else None))
+        yield encode(reply(token, answer.finish_reason if i == last else None))
         i += 1
     if last < 0:
-        yield event(reply("", answer.finish_reason))
+        yield encode(reply("", answer.finish_reason))
 
 
 def _max_output_tokens(data: dict) -> int | None:

@@ -10,12 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gatecell.wire.schemas import ResponsesRequest
+from gatecell.wire.sse import encode
 
 from ..backends import chat
 from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail
 from ..registry import RESPONSES
-from ..sse import event
 from .common import event_stream, json_response, model_endpoint, pace_of, paced, runtime
 
 
@@ -113,7 +113,7 @@ async def _events(shell: dict, thought: Thought, pace: float) -> AsyncIterator[b
     def ev(kind: str, **fields: Any) -> bytes:
         nonlocal seq
         seq += 1
-        return event({"type": kind, "sequence_number": seq - 1, **fields}, kind)
+        return encode({"type": kind, "sequence_number": seq - 1, **fields}, kind)
 
     reasoning, message = _items(thought)
     yield ev("response.created", response=shell)
