@@ -273,6 +273,15 @@ async def silent(srv: FaultServer, req: Request, resp: Response) -> None:
     await asyncio.sleep(20)
 
 
+async def trickle(srv: FaultServer, req: Request, resp: Response) -> None:
+    """A whole JSON body, a byte every 20 ms: inside every per-read timeout, never done in time."""
+    await resp.head(200, {"content-type": "application/json", "transfer-encoding": "chunked"})
+    for byte in json.dumps({"id": "c", "choices": []}).encode() * 50:
+        await resp.send(bytes([byte]))
+        await asyncio.sleep(0.02)
+    await resp.end()
+
+
 MALFORMED = [
     b": this is a comment\n\n",
     b"garbage line without a colon\n",
@@ -363,6 +372,7 @@ SCENARIOS: dict[str, Handler] = {
     "keepalive": keepalive,
     "keepalive-after": keepalive,
     "silent": silent,
+    "trickle": trickle,
     "malformed": malformed,
     "stream-error": stream_error,
     "json-for-stream": json_for_stream,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import socket
+from typing import Any
 
 import pytest
 
@@ -266,6 +268,22 @@ def test_connection_refused_is_retried_then_raised(caplog):
         with pytest.raises(APIConnectionError, match=r"^connection error from POST /v1/chat/completions: ConnectError"):
             gw.chat("m", HI)
     assert len(retry_waits(caplog)) == 2
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_trickled_body_hits_the_whole_request_cap(make, fault, asynchronous):
+    gw = make("trickle", asynchronous=asynchronous, request_timeout=0.3, max_retries=0)
+    with pytest.raises(APITimeoutError, match=r"the whole request took longer than 0.3 s$"):
+        if asynchronous:
+            asyncio.run(_chat_then_close(gw))
+        else:
+            gw.chat("m", HI)
+    assert len(fault.seen(gw.token)) == 1
+
+
+async def _chat_then_close(gw: Any) -> Any:
+    async with gw:
+        return await gw.chat("m", HI)
 
 
 # -- hostile streams --------------------------------------------------------------------

@@ -22,6 +22,7 @@ from gatecell import __version__
 
 from . import schemas
 from .dialects import ChatDecoder, Decoder, GenerateContentDecoder, MessagesDecoder, ResponsesDecoder, BodyDecoder
+from .deadline import DEADLINE, CappedTransport
 from .errors import APIError, ConfigError, InvalidRequest
 from .exchange import Call, Program, Read, Send, Sleep, body_error, connection_error, exchange, json_body, logger
 from .jobs import JobPaths, job_state, submitted_id, wait_program
@@ -55,6 +56,7 @@ class _IO:
     client: type[httpx.Client] | type[httpx.AsyncClient]
     chat_stream: type[ChatStream] | type[AsyncChatStream]
     text_stream: type[TextStream] | type[AsyncTextStream]
+    transport: type[httpx.HTTPTransport] | type[httpx.AsyncHTTPTransport]
     read: Callable[[httpx.Response], Any]
     sleep: Callable[[float], Any]
     asynchronous: bool
@@ -119,6 +121,7 @@ class _Endpoints:
         timeout: float | None = None,
         connect_timeout: float | None = None,
         stream_idle_timeout: float | None = None,
+        request_timeout: float | None = None,
         max_retries: int | None = None,
         reasoning_patterns: Iterable[PatternLike] | None = None,
         job_paths: JobPaths | None = None,
@@ -131,10 +134,13 @@ class _Endpoints:
             raise ConfigError(f"no gateway address: pass base_url= or set {' or '.join(ENV_BASE_URL)}")
         self.base_url: str = settings.base_url
         # Unset numbers come from GATECELL_TIMEOUT, GATECELL_CONNECT_TIMEOUT,
-        # GATECELL_STREAM_IDLE_TIMEOUT and GATECELL_MAX_RETRIES, else these defaults.
+        # GATECELL_STREAM_IDLE_TIMEOUT, GATECELL_REQUEST_TIMEOUT and GATECELL_MAX_RETRIES.
+        # `timeout` bounds each read or write; `request_timeout` the whole of a
+        # non-streaming request (each attempt); streams have the idle timeout instead.
         timeout = env_number(timeout, "GATECELL_TIMEOUT", 60.0)
         connect_timeout = env_number(connect_timeout, "GATECELL_CONNECT_TIMEOUT", 5.0)
         stream_idle_timeout = env_number(stream_idle_timeout, "GATECELL_STREAM_IDLE_TIMEOUT", 60.0)
+        self.request_timeout = env_number(request_timeout, "GATECELL_REQUEST_TIMEOUT", 600.0)
         max_retries = env_number(max_retries, "GATECELL_MAX_RETRIES", 2)
         self.stream_idle_timeout = stream_idle_timeout
         self.retry = RetryPolicy(max_retries=max_retries, base=backoff, retry_after_cap=retry_after_cap)
@@ -144,7 +150,12 @@ class _Endpoints:
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self._stream_timeout = httpx.Timeout(timeout, connect=connect_timeout, read=stream_idle_timeout)
         self._origin = httpx.URL(self.base_url).copy_with(path="/", query=None, fragment=None)
-        self._http = self._io.client(base_url=self.base_url, timeout=self._timeout, headers={"user-agent": _USER_AGENT, "content-type": "application/json"})
+        self._http = self._io.client(
+            base_url=self.base_url,
+            timeout=self._timeout,
+            headers={"user-agent": _USER_AGENT, "content-type": "application/json"},
+            transport=CappedTransport(self._io.transport()),
+        )
         self.api_key = settings.api_key
 
     @property
@@ -277,6 +288,7 @@ class _Endpoints:
             request = self._http.build_request(call.method, url, content=call.body, headers=_SSE, timeout=self._stream_timeout)
         else:
             request = self._http.build_request(call.method, url, content=call.body)
+            request.extensions[DEADLINE] = (time.monotonic() + self.request_timeout, self.request_timeout)
         if call.auth != "bearer" and self._api_key:
             del request.headers["authorization"]
             if call.auth == "goog":
@@ -414,7 +426,7 @@ class _Endpoints:
 class Gateway(_Endpoints, Closing):
     """Synchronous client. ``with Gateway() as gw: gw.chat(...)``."""
 
-    _io = _IO(httpx.Client, ChatStream, TextStream, httpx.Response.read, time.sleep, asynchronous=False)
+    _io = _IO(httpx.Client, ChatStream, TextStream, httpx.HTTPTransport, httpx.Response.read, time.sleep, asynchronous=False)
     _http: httpx.Client
 
     def close(self) -> None:
@@ -424,7 +436,7 @@ class Gateway(_Endpoints, Closing):
 class AsyncGateway(_Endpoints, AsyncClosing):
     """Asynchronous client: the same methods, awaited; streams are used with ``async for``."""
 
-    _io = _IO(httpx.AsyncClient, AsyncChatStream, AsyncTextStream, httpx.Response.aread, asyncio.sleep, asynchronous=True)
+    _io = _IO(httpx.AsyncClient, AsyncChatStream, AsyncTextStream, httpx.AsyncHTTPTransport, httpx.Response.aread, asyncio.sleep, asynchronous=True)
     _http: httpx.AsyncClient
 
     async def aclose(self) -> None:
