@@ -1,6 +1,6 @@
 # The two set-up commands of the README:
 #   make lab    install everything, start the embedded gateway, open JupyterLab on the tutorials
-#   make test   install everything (Chromium too), run the whole test suite
+#   make test   install everything (Chromium too), check types and style, run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -17,6 +17,9 @@ lab: $(STAMP)
 	$(VENV)/bin/gatecell lab
 
 test: $(STAMP) chromium
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 # Debian's Chromium drives the widget tests; Playwright never downloads a browser here.

@@ -135,9 +135,7 @@ def spawn_http(
     """Start a server and wait until ``GET ready_path`` answers 200; output goes to a log file."""
     log = Path(tempfile.gettempdir()) / f"gatecell-bench-{name}-{port}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     child = Child(name, proc, port, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -218,7 +216,6 @@ def spawn_litellm(upstream: Child) -> tuple[Child | None, str]:
         return None, f"did not start: {str(exc).splitlines()[0]}"
 
 
-
 # ---------------------------------------------------------------- /proc
 
 
@@ -269,7 +266,9 @@ def http_status(port: int, path: str, headers: dict[str, str] | None = None) -> 
         return 0
 
 
-def raw_request(method: str, path: str, port: int, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
+def raw_request(
+    method: str, path: str, port: int, body: bytes = b"", headers: dict[str, str] | None = None
+) -> bytes:
     """An HTTP/1.1 keep-alive request, built once and written many times."""
     lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}:{port}"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
@@ -335,7 +334,11 @@ def print_table(header: list[str], rows: list[list[Any]]) -> None:
     cells = [[str(c) for c in header]] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     for n, row in enumerate(cells):
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        print(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
         if n == 0:
             print("  ".join("-" * w for w in widths))
 
@@ -346,9 +349,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def summary_row(measure: str, gatecell: str, peer: str, ratio: float | None, target: str, met: bool | None) -> dict:
+def summary_row(
+    measure: str, gatecell: str, peer: str, ratio: float | None, target: str, met: bool | None
+) -> dict:
     """One line of the README table (see run_all.py)."""
-    return {"measure": measure, "gatecell": gatecell, "peer": peer, "ratio": ratio, "target": target, "met": met}
+    return {
+        "measure": measure,
+        "gatecell": gatecell,
+        "peer": peer,
+        "ratio": ratio,
+        "target": target,
+        "met": met,
+    }
 
 
 def save(name: str, method: str, settings: dict, measurements: dict, summary: list[dict]) -> Path:
@@ -358,8 +370,12 @@ def save(name: str, method: str, settings: dict, measurements: dict, summary: li
     data = {
         "benchmark": name,
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform(),
-                    "loadavg_1m_at_end": os.getloadavg()[0]},  # other work on the machine skews latencies
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "system": platform.platform(),
+            "loadavg_1m_at_end": os.getloadavg()[0],
+        },  # other work on the machine skews latencies
         "method": method,
         "settings": settings,
         "measurements": measurements,
@@ -370,8 +386,14 @@ def save(name: str, method: str, settings: dict, measurements: dict, summary: li
     return path
 
 
-def contest(makers: dict[str, Callable[[Child], Callable[[int], int]]], server: Child, n: int, reps: int,
-            *, profile_first: bool = False) -> dict[str, list[dict]] | None:
+def contest(
+    makers: dict[str, Callable[[Child], Callable[[int], int]]],
+    server: Child,
+    n: int,
+    reps: int,
+    *,
+    profile_first: bool = False,
+) -> dict[str, list[dict]] | None:
     """CPU contest of clients against ``server``: each maker returns ``work(n) -> items handled``.
 
     Every contender warms up (imports, connection, caches) and must handle what it is given.
@@ -437,7 +459,9 @@ def cpu_benchmark(
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(f"--{unit}s", dest="n", type=int, default=default_n, help=f"{unit}s per repetition")
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--profile", action="store_true", help="profile gatecell's run instead, print where its CPU goes")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile gatecell's run instead, print where its CPU goes"
+    )
     args = parser.parse_args()
     with spawn_neutral(args.n) as server:
         runs = contest(makers, server, args.n, args.reps, profile_first=args.profile)
@@ -446,4 +470,10 @@ def cpu_benchmark(
     print(f"\n{args.n:,} {unit}s per repetition, {args.reps} repetitions, median client CPU (process_time)\n")
     per = report_cpu(runs, args.n, unit)
     summary = summarize(per)
-    save(name, method, {f"{unit}s": args.n, "reps": args.reps}, {f"cpu_us_per_{unit}": per, "runs": runs}, summary)
+    save(
+        name,
+        method,
+        {f"{unit}s": args.n, "reps": args.reps},
+        {f"cpu_us_per_{unit}": per, "runs": runs},
+        summary,
+    )

@@ -22,7 +22,9 @@ import time
 from _common import HOST, raw_request, read_response
 
 
-async def open_loop(raw: bytes, port: int, rate: float, duration: float, connections: int, expect: bytes) -> dict:
+async def open_loop(
+    raw: bytes, port: int, rate: float, duration: float, connections: int, expect: bytes
+) -> dict:
     """Send ``rate * duration`` requests on schedule; none is sent after twice ``duration``
     (a saturated server then shows as ``unsent``, and the run stays bounded in time)."""
     total = int(rate * duration)
@@ -68,7 +70,9 @@ async def open_loop(raw: bytes, port: int, rate: float, duration: float, connect
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--path", required=True)
     parser.add_argument("--body", required=True, help="JSON request body")

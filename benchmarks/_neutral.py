@@ -153,7 +153,7 @@ async def _serve_neutral(host: str, chunks: int) -> None:
     await server.serve_forever()
 
 
-async def hello_app(scope, receive, send):  # noqa: ANN001 - bare ASGI on purpose
+async def hello_app(scope, receive, send):
     if scope["type"] != "http":
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})

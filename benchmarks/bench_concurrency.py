@@ -67,8 +67,12 @@ async def one(raw: bytes, port: int, started: float) -> dict:
 
 
 async def burst(port: int, n: int, timeout: float) -> tuple[list[dict], float]:
-    body = json.dumps({**chat_body("local-chat", stream=True), "messages": [{"role": "user", "content": PROMPT}]})
-    raw = raw_request("POST", "/v1/chat/completions", port, body.encode(), {"Authorization": f"Bearer {BENCH_KEY}"})
+    body = json.dumps(
+        {**chat_body("local-chat", stream=True), "messages": [{"role": "user", "content": PROMPT}]}
+    )
+    raw = raw_request(
+        "POST", "/v1/chat/completions", port, body.encode(), {"Authorization": f"Bearer {BENCH_KEY}"}
+    )
     started = time.perf_counter()
     tasks = [asyncio.ensure_future(one(raw, port, started)) for _ in range(n)]
     done, pending = await asyncio.wait(tasks, timeout=timeout)
@@ -79,7 +83,9 @@ async def burst(port: int, n: int, timeout: float) -> tuple[list[dict], float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=150)
     args = parser.parse_args()
@@ -97,8 +103,14 @@ def main() -> None:
         if "error" in r:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
     stats = {
-        "requests": args.requests, "completed": len(ok), "errors": sum(errors.values()), "error_kinds": errors,
-        "elapsed_s": elapsed, "gateway_cpu_s": cpu, "client_cpu_s": client_cpu, "gateway_peak_rss_mib": peak_rss / 1024,
+        "requests": args.requests,
+        "completed": len(ok),
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+        "elapsed_s": elapsed,
+        "gateway_cpu_s": cpu,
+        "client_cpu_s": client_cpu,
+        "gateway_peak_rss_mib": peak_rss / 1024,
         "chunks_per_stream": ok[0]["chunks"] if ok else 0,
         "head_p50_s": percentile([r["head"] for r in ok], 50) if ok else None,
         "head_p99_s": percentile([r["head"] for r in ok], 99) if ok else None,

@@ -33,7 +33,9 @@ def wall(code: str) -> float:
 def heaviest_imports(code: str, top: int = 10) -> list[tuple[str, int]]:
     """Imports of the first two levels by cumulative microseconds, from ``-X importtime``
     (a nested module is shown indented under what imported it)."""
-    err = subprocess.run([PYTHON, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True).stderr
+    err = subprocess.run(
+        [PYTHON, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
+    ).stderr
     rows = []
     for line in err.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -46,7 +48,9 @@ def heaviest_imports(code: str, top: int = 10) -> list[tuple[str, int]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
 
@@ -75,10 +79,22 @@ def main() -> None:
         {"runs": args.runs, "python": PYTHON},
         {"median_ms": ms, "runs_s": times, "importtime_top_ms": breakdown},
         [
-            summary_row("`python -c \"import gatecell\"` wall", f"{ms['import gatecell']:.0f} ms",
-                        f"openai {base:.0f} ms", ratio, "<= 0.15x", ratio <= 0.15),
-            summary_row("`from gatecell import Gateway` wall (info)", f"{ms['from gatecell import Gateway']:.0f} ms",
-                        f"openai {base:.0f} ms", ms["from gatecell import Gateway"] / base, "info", None),
+            summary_row(
+                '`python -c "import gatecell"` wall',
+                f"{ms['import gatecell']:.0f} ms",
+                f"openai {base:.0f} ms",
+                ratio,
+                "<= 0.15x",
+                ratio <= 0.15,
+            ),
+            summary_row(
+                "`from gatecell import Gateway` wall (info)",
+                f"{ms['from gatecell import Gateway']:.0f} ms",
+                f"openai {base:.0f} ms",
+                ms["from gatecell import Gateway"] / base,
+                "info",
+                None,
+            ),
         ],
     )
 

@@ -49,11 +49,17 @@ def idle_rss(child: Child) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--starts", type=int, default=3)
     args = parser.parse_args()
 
-    mib: dict[str, list[float]] = {"gatecell serve, idle": [], "gatecell serve, after 1 chat": [], "uvicorn hello": []}
+    mib: dict[str, list[float]] = {
+        "gatecell serve, idle": [],
+        "gatecell serve, after 1 chat": [],
+        "uvicorn hello": [],
+    }
     for _ in range(args.starts):
         with spawn_gatecell() as gateway:
             mib["gatecell serve, idle"].append(idle_rss(gateway))
@@ -69,12 +75,21 @@ def main() -> None:
 
     rss = {name: median(values) for name, values in mib.items()}
     peer = rss["uvicorn hello"]
-    print(f"\nRSS of a freshly started server, {SETTLE_S:.0f} s after it answers; median of {args.starts} starts\n")
-    print_table(["server", "RSS MiB", "vs uvicorn hello"], [[n, v, f"{v / peer:.2f}x"] for n, v in rss.items()])
+    print(
+        f"\nRSS of a freshly started server, {SETTLE_S:.0f} s after it answers; "
+        f"median of {args.starts} starts\n"
+    )
+    print_table(
+        ["server", "RSS MiB", "vs uvicorn hello"], [[n, v, f"{v / peer:.2f}x"] for n, v in rss.items()]
+    )
     if note:
         print(f"\nLiteLLM proxy: {note}")
     g = rss["gatecell serve, idle"]
-    summary = [summary_row("idle gateway RSS", f"{g:.1f} MiB", f"uvicorn hello {peer:.1f} MiB", g / peer, "reported", None)]
+    summary = [
+        summary_row(
+            "idle gateway RSS", f"{g:.1f} MiB", f"uvicorn hello {peer:.1f} MiB", g / peer, "reported", None
+        )
+    ]
     if "litellm proxy, idle" in rss:
         lite = rss["litellm proxy, idle"]
         summary.append(summary_row("idle gateway RSS vs LiteLLM proxy (info)", f"{g:.1f} MiB",

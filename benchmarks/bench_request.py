@@ -27,7 +27,9 @@ def gatecell_caller(server: Child) -> Caller:
     gw = Gateway(base_url=server.url, api_key=BENCH_KEY)
 
     def call(n: int) -> int:
-        return sum(gw.chat(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n))
+        return sum(
+            gw.chat(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n)
+        )
 
     return call
 
@@ -56,7 +58,9 @@ def openai_caller(server: Child) -> Caller:
 
     def call(n: int) -> int:
         create = client.chat.completions.create
-        return sum(create(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n))
+        return sum(
+            create(model=MODEL, messages=MESSAGES).choices[0].message.content == REPLY for _ in range(n)
+        )
 
     return call
 

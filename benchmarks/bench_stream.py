@@ -78,7 +78,10 @@ CONTENDERS = {"gatecell": gatecell_reader, "openai": openai_reader, "bare httpx"
 def summarize(per_chunk: dict[str, float]) -> list[dict]:
     gc_us, oa_us, bare_us = per_chunk["gatecell"], per_chunk["openai"], per_chunk["bare httpx"]
     lower, within = oa_us / gc_us, gc_us / bare_us
-    print(f"\nopenai / gatecell = {lower:.2f}x (target >= 5x)   gatecell / bare = {within:.2f}x (target <= 1.3x)")
+    print(
+        f"\nopenai / gatecell = {lower:.2f}x (target >= 5x)   "
+        f"gatecell / bare = {within:.2f}x (target <= 1.3x)"
+    )
     return [
         summary_row("stream CPU/chunk vs openai", f"{gc_us:.1f} us", f"openai {oa_us:.1f} us",
                     lower, ">= 5x lower", lower >= 5),

@@ -17,7 +17,14 @@ import time
 
 from _common import HERE, PYTHON, RESULTS
 
-BENCHMARKS = ["bench_import", "bench_request", "bench_stream", "bench_forward", "bench_concurrency", "bench_memory"]
+BENCHMARKS = [
+    "bench_import",
+    "bench_request",
+    "bench_stream",
+    "bench_forward",
+    "bench_concurrency",
+    "bench_memory",
+]
 TIMEOUT_S = 300
 START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table
 
@@ -29,7 +36,10 @@ def run(name: str) -> bool:
         code = subprocess.run([PYTHON, str(HERE / f"{name}.py")], timeout=TIMEOUT_S).returncode
     except subprocess.TimeoutExpired:
         code = "timeout"
-    print(f"=== {name}: {'ok' if code == 0 else f'FAILED ({code})'} in {time.perf_counter() - start:.0f} s", flush=True)
+    print(
+        f"=== {name}: {'ok' if code == 0 else f'FAILED ({code})'} in {time.perf_counter() - start:.0f} s",
+        flush=True,
+    )
     return code == 0
 
 
@@ -50,15 +60,20 @@ def table(names: list[str]) -> str:
             ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}x"
             met = {True: "yes", False: "**no**", None: "-"}[row["met"]]
             lines.append(
-                f"| {name} | {row['measure']} | {row['gatecell']} | {row['peer']} | {ratio} | {row['target']} | {met} |"
+                f"| {name} | {row['measure']} | {row['gatecell']} | {row['peer']} | {ratio} "
+                f"| {row['target']} | {met} |"
             )
     return "\n".join(lines) + "\n\nRuns (UTC, 1-minute load average at the end): " + "; ".join(stamps)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run these benchmarks only")
-    parser.add_argument("--table", action="store_true", help="print the table from the last results, run nothing")
+    parser.add_argument(
+        "--table", action="store_true", help="print the table from the last results, run nothing"
+    )
     args = parser.parse_args()
     failed = []
     if not args.table:

@@ -1,5 +1,8 @@
 """The tutorials run under nbval against the embedded gateway, whatever the shell has set.
 
+Only the tutorials (``NN-name.ipynb``) and the dashboard are collected: a scratch notebook a
+user makes in this folder is theirs, not a test.
+
 A developer's GATECELL_BASE_URL (or OPENAI_*, or a GATECELL_MODEL default) would send the
 tutorials' kernels to a real gateway and change every stored output. nbval starts a
 notebook's kernel while pytest sets up its first cell, so the kernel is started here
@@ -9,10 +12,19 @@ without those variables; the test process gets them back straight after.
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 _PREFIXES = ("GATECELL_", "OPENAI_")
+_TUTORIAL = re.compile(r"^(\d\d-[a-z0-9-]+|dashboard)\.ipynb$")
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    if collection_path.suffix == ".ipynb" and not _TUTORIAL.match(collection_path.name):
+        return True
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)

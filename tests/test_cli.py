@@ -14,7 +14,9 @@ import pytest
 CLI = [sys.executable, "-m", "gatecell"]
 
 
-def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
     return subprocess.run(
         [*CLI, *args], env={**base, **(env or {})}, input=input, capture_output=True, text=True, timeout=120
@@ -67,7 +69,9 @@ def test_wrong_key_is_one_line_without_the_key(gateway_env):
 
 def test_out_of_range_temperature_is_refused_before_any_request():
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: a request would fail differently
-    out = run("chat", "-t", "3", "hi", env={"GATECELL_BASE_URL": closed, "GATECELL_API_KEY": "sk-" + "a" * 30})
+    out = run(
+        "chat", "-t", "3", "hi", env={"GATECELL_BASE_URL": closed, "GATECELL_API_KEY": "sk-" + "a" * 30}
+    )
     assert out.returncode == 1
     assert out.stderr.strip() == "gatecell: temperature: must be between 0 and 2, got 3.0"
 

@@ -44,7 +44,9 @@ def test_saved_notebook_holds_no_key(path: Path):
     assert _leaks(text, *configured) == []
 
 
-def _run(path: Path, saved: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], probe: str = "") -> tuple[str, str]:
+def _run(
+    path: Path, saved: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], probe: str = ""
+) -> tuple[str, str]:
     """Execute a notebook in a real kernel whose only gateway settings are `env`, then run
     `probe` in the same kernel. The notebook is saved to `saved` without the probe.
 
@@ -64,7 +66,9 @@ def _run(path: Path, saved: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str
             cell.outputs = []
             cell.execution_count = None
     nb.cells.append(nbformat.v4.new_code_cell(probe))
-    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     client.execute()  # raises CellExecutionError if a cell fails, e.g. on a 401
     probed = "".join(output.get("text", "") for output in nb.cells.pop().outputs)
     nbformat.write(nb, saved)  # with the widget state, as nbconvert --execute saves it

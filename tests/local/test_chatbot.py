@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecell.local.backends.chat import answer, tokenize
+from gatecell.local.backends.chatbot import answer, tokenize
 from gatecell.local.backends.reasoning import think
 
 

@@ -16,7 +16,9 @@ from gatecell.local.config import Config, keys_from
 def test_start_is_once_per_process(local_gateway):
     again = embedded.start(pace=5.0)
     assert again is local_gateway
-    assert local_gateway.base_url.startswith("http://127.0.0.1:") and not local_gateway.base_url.endswith("/v1")
+    assert local_gateway.base_url.startswith("http://127.0.0.1:") and not local_gateway.base_url.endswith(
+        "/v1"
+    )
     assert local_gateway.api_key.reveal().startswith("sk-local-")
     assert local_gateway.api_key.reveal() not in repr(local_gateway)
 
@@ -36,11 +38,22 @@ def test_keys_from_the_environment(monkeypatch):
 def test_every_configured_key_works(make_gateway):
     gw = make_gateway(api_keys="sk-first-000000000,sk-second-00000000")
     for key in ("sk-first-000000000", "sk-second-00000000"):
-        assert httpx.get(f"{gw.base_url}/v1/models", headers={"authorization": f"Bearer {key}"}).status_code == 200
+        assert (
+            httpx.get(f"{gw.base_url}/v1/models", headers={"authorization": f"Bearer {key}"}).status_code
+            == 200
+        )
 
 
 def test_log_filter_masks_keys():
-    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s "GET /v1beta/x?key=%s"', ("1.2.3.4", "sk-secret-abcdefgh1234"), None)
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        "",
+        0,
+        '%s "GET /v1beta/x?key=%s"',
+        ("1.2.3.4", "sk-secret-abcdefgh1234"),
+        None,
+    )
     assert server._Redact().filter(record)
     assert record.args[0] == "1.2.3.4"  # formatters that unpack the arguments still can
     assert "sk-secret-abcdefgh1234" not in record.getMessage() and "1234" in record.getMessage()
@@ -98,7 +111,8 @@ def test_embedded_gateway_shuts_down_cleanly_at_exit():
         from gatecell.local.embedded import start
         gw = start()
         key = gw.api_key.reveal()
-        body = {"model": "local-chat", "stream": True, "messages": [{"role": "user", "content": "count to 50"}]}
+        messages = [{"role": "user", "content": "count to 50"}]
+        body = {"model": "local-chat", "stream": True, "messages": messages}
         with httpx.stream("POST", gw.base_url + "/v1/chat/completions", json=body,
                           headers={"authorization": "Bearer " + key}) as r:
             next(r.iter_lines())  # leave a stream open at exit

@@ -21,12 +21,22 @@ def test_missing_and_wrong_keys_are_401_in_each_format(local_gateway):
     r = httpx.post(f"{base}/v1/chat/completions", json=CHAT)
     assert r.status_code == 401 and "API key" in openai_error(r)
     r = httpx.post(f"{base}/v1/messages", json=CHAT, headers={"x-api-key": "sk-wrong-000000000"})
-    assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error" and r.json()["type"] == "error"
-    r = httpx.post(f"{base}/v1beta/models/local-chat:generateContent", json={}, headers={"x-goog-api-key": "sk-x"})
+    assert (
+        r.status_code == 401
+        and r.json()["error"]["type"] == "authentication_error"
+        and r.json()["type"] == "error"
+    )
+    r = httpx.post(
+        f"{base}/v1beta/models/local-chat:generateContent", json={}, headers={"x-goog-api-key": "sk-x"}
+    )
     assert r.status_code == 401 and r.json()["error"]["status"] == "UNAUTHENTICATED"
-    r = httpx.post(f"{base}/imgjob/submit/imagine", json={"prompt": "x"}, headers={"authorization": "Bearer sk-bad"})
+    r = httpx.post(
+        f"{base}/imgjob/submit/imagine", json={"prompt": "x"}, headers={"authorization": "Bearer sk-bad"}
+    )
     assert r.status_code == 401 and r.json()["code"] == 401 and r.json()["description"]
-    r = httpx.post(f"{base}/musicjob/submit/music", json={"prompt": "x"}, headers={"authorization": "Basic abc"})
+    r = httpx.post(
+        f"{base}/musicjob/submit/music", json={"prompt": "x"}, headers={"authorization": "Basic abc"}
+    )
     assert r.status_code == 401 and r.json()["code"] == "error"
 
 
@@ -34,9 +44,14 @@ def test_native_key_headers_are_accepted_where_their_sdks_send_them(local_gatewa
     key = local_gateway.api_key.reveal()
     base = local_gateway.base_url
     body = {"model": "local-chat", "max_tokens": 8, "messages": [{"role": "user", "content": "say yes"}]}
-    assert httpx.post(f"{base}/v1/messages", json=body, headers={"x-api-key": key}).json()["content"][0]["text"] == "yes"
+    assert (
+        httpx.post(f"{base}/v1/messages", json=body, headers={"x-api-key": key}).json()["content"][0]["text"]
+        == "yes"
+    )
     gen = {"contents": [{"parts": [{"text": "say yes"}]}]}
-    r = httpx.post(f"{base}/v1beta/models/local-chat:generateContent", json=gen, headers={"x-goog-api-key": key})
+    r = httpx.post(
+        f"{base}/v1beta/models/local-chat:generateContent", json=gen, headers={"x-goog-api-key": key}
+    )
     assert r.json()["candidates"][0]["content"]["parts"][0]["text"] == "yes"
     # x-api-key is the messages endpoint's header, not a general one
     assert httpx.post(f"{base}/v1/chat/completions", json=CHAT, headers={"x-api-key": key}).status_code == 401
@@ -50,7 +65,11 @@ def test_a_prefix_of_the_key_is_not_the_key(local_gateway):
 
 
 def test_malformed_json_is_400(http):
-    r = http.post("/v1/chat/completions", content=b'{"model": "local-chat",', headers={"content-type": "application/json"})
+    r = http.post(
+        "/v1/chat/completions",
+        content=b'{"model": "local-chat",',
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 400 and "malformed JSON" in openai_error(r)
     r = http.post("/v1/chat/completions", content=b"[1, 2]")
     assert r.status_code == 400 and "JSON object" in openai_error(r)
@@ -79,9 +98,13 @@ def test_a_broken_spec_rule_is_400_naming_the_field(http, change, field):
 def test_field_errors_on_the_other_endpoints(http):
     r = http.post("/v1/images/generations", json={"model": "local-image", "prompt": "x", "size": "big"})
     assert r.status_code == 400 and "size" in openai_error(r)
-    r = http.post("/v1/messages", json={"model": "local-chat", "messages": [{"role": "user", "content": "x"}]})
+    r = http.post(
+        "/v1/messages", json={"model": "local-chat", "messages": [{"role": "user", "content": "x"}]}
+    )
     assert r.status_code == 400 and r.json()["error"]["message"].startswith("max_tokens:")
-    r = http.post("/v1/responses", json={"model": "local-reasoner", "input": "x", "reasoning": {"effort": "huge"}})
+    r = http.post(
+        "/v1/responses", json={"model": "local-reasoner", "input": "x", "reasoning": {"effort": "huge"}}
+    )
     assert r.status_code == 400 and "reasoning.effort" in openai_error(r)
     r = http.post("/musicjob/submit/music", json={"prompt": "  "})
     assert r.status_code == 400 and r.json()["message"].startswith("prompt:")
@@ -93,7 +116,11 @@ def test_unknown_model_is_404_in_each_format(http, local_gateway):
     r = http.post("/v1/messages", json={**CHAT, "model": "claude-nothing", "max_tokens": 5})
     assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
     key = {"x-goog-api-key": local_gateway.api_key.reveal()}
-    r = httpx.post(f"{local_gateway.base_url}/v1beta/models/gem-nothing:generateContent", json={"contents": [{"parts": [{"text": "x"}]}]}, headers=key)
+    r = httpx.post(
+        f"{local_gateway.base_url}/v1beta/models/gem-nothing:generateContent",
+        json={"contents": [{"parts": [{"text": "x"}]}]},
+        headers=key,
+    )
     assert r.status_code == 404 and r.json()["error"]["status"] == "NOT_FOUND"
 
 
@@ -134,7 +161,15 @@ def test_body_over_the_cap_is_413(make_gateway):
 
 @pytest.mark.parametrize(
     "path",
-    ["/chat/completions", "/messages", "/responses", "/images/generations", "/audio/speech", "/videos", "/models"],
+    [
+        "/chat/completions",
+        "/messages",
+        "/responses",
+        "/images/generations",
+        "/audio/speech",
+        "/videos",
+        "/models",
+    ],
 )
 def test_the_unversioned_base_serves_the_same_endpoints(http, path):
     bodies = {
@@ -234,8 +269,10 @@ def test_a_client_leaving_mid_stream_does_not_hurt_the_gateway(http):
     assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
 
 
-def test_an_unexpected_failure_is_a_clean_500_logged_without_the_key(http, local_gateway, monkeypatch, caplog):
-    from gatecell.local.backends import chat
+def test_an_unexpected_failure_is_a_clean_500_logged_without_the_key(
+    http, local_gateway, monkeypatch, caplog
+):
+    from gatecell.local.backends import chatbot as chat
 
     def broken(*args, **kwargs):
         raise RuntimeError(f"backend exploded near {local_gateway.api_key.reveal()}")

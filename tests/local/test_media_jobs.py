@@ -9,7 +9,7 @@ import wave
 import httpx
 import pytest
 
-from gatecell.local.backends import imagine
+from gatecell.local.backends import prompt_flags as imagine
 
 
 def poll(http: httpx.Client, path: str, status_of, done: set[str], limit: float = 20.0) -> list[dict]:
@@ -24,7 +24,10 @@ def poll(http: httpx.Client, path: str, status_of, done: set[str], limit: float 
 
 
 def test_video_job_progresses_to_a_playable_mp4(http):
-    created = http.post("/v1/videos", json={"model": "local-video", "prompt": "a paper boat", "seconds": "1", "size": "160x120"})
+    created = http.post(
+        "/v1/videos",
+        json={"model": "local-video", "prompt": "a paper boat", "seconds": "1", "size": "160x120"},
+    )
     video = created.json()
     assert created.status_code == 200 and video["object"] == "video" and video["status"] == "queued"
     early = http.get(f"/v1/videos/{video['id']}/content")
@@ -41,9 +44,13 @@ def test_video_job_progresses_to_a_playable_mp4(http):
 def test_imagine_applies_aspect_ratio_and_serves_the_image(http):
     from PIL import Image
 
-    submitted = http.post("/imgjob/submit/imagine", json={"prompt": "a lighthouse at dusk --ar 16:9 --seed 7"}).json()
+    submitted = http.post(
+        "/imgjob/submit/imagine", json={"prompt": "a lighthouse at dusk --ar 16:9 --seed 7"}
+    ).json()
     assert submitted["code"] == 1 and submitted["result"]
-    states = poll(http, f"/imgjob/task/{submitted['result']}/fetch", lambda b: b["status"], {"SUCCESS", "FAILURE"})
+    states = poll(
+        http, f"/imgjob/task/{submitted['result']}/fetch", lambda b: b["status"], {"SUCCESS", "FAILURE"}
+    )
     statuses = [s["status"] for s in states]
     assert statuses[-1] == "SUCCESS" and "IN_PROGRESS" in statuses
     assert set(statuses) <= {"NOT_START", "SUBMITTED", "IN_PROGRESS", "SUCCESS"}
@@ -60,9 +67,13 @@ def test_imagine_refuses_a_bad_flag(http):
 
 
 def test_music_job_serves_audio(http):
-    submitted = http.post("/musicjob/submit/music", json={"prompt": "rain on a tin roof", "style": "lofi", "seconds": 1}).json()
+    submitted = http.post(
+        "/musicjob/submit/music", json={"prompt": "rain on a tin roof", "style": "lofi", "seconds": 1}
+    ).json()
     assert submitted["code"] == "success"
-    states = poll(http, f"/musicjob/fetch/{submitted['data']}", lambda b: b["data"]["status"], {"SUCCESS", "FAILURE"})
+    states = poll(
+        http, f"/musicjob/fetch/{submitted['data']}", lambda b: b["data"]["status"], {"SUCCESS", "FAILURE"}
+    )
     final = states[-1]["data"]
     assert final["status"] == "SUCCESS" and final["progress"] == "100%"
     clip = final["data"][0]

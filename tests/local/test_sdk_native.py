@@ -11,7 +11,9 @@ from google.genai import types
 
 @pytest.fixture
 def claude(local_gateway):
-    with anthropic.Anthropic(base_url=local_gateway.base_url, api_key=local_gateway.api_key.reveal(), max_retries=0) as c:
+    with anthropic.Anthropic(
+        base_url=local_gateway.base_url, api_key=local_gateway.api_key.reveal(), max_retries=0
+    ) as c:
         yield c
 
 
@@ -23,7 +25,10 @@ def gemini(local_gateway):
 
 def test_messages(claude):
     message = claude.messages.create(
-        model="local-chat", max_tokens=100, system="Be brief.", messages=[{"role": "user", "content": "What is 10 / 4?"}]
+        model="local-chat",
+        max_tokens=100,
+        system="Be brief.",
+        messages=[{"role": "user", "content": "What is 10 / 4?"}],
     )
     assert message.content[0].text == "10 / 4 = 2.5"
     assert message.stop_reason == "end_turn"
@@ -42,9 +47,13 @@ def test_messages_stream(claude):
 
 
 def test_messages_refuse_a_wrong_key(local_gateway):
-    with anthropic.Anthropic(base_url=local_gateway.base_url, api_key="sk-nope-00000000", max_retries=0) as bad:
+    with anthropic.Anthropic(
+        base_url=local_gateway.base_url, api_key="sk-nope-00000000", max_retries=0
+    ) as bad:
         with pytest.raises(anthropic.AuthenticationError):
-            bad.messages.create(model="local-chat", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+            bad.messages.create(
+                model="local-chat", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+            )
 
 
 def test_generate_content(gemini):
@@ -55,7 +64,9 @@ def test_generate_content(gemini):
 
 
 def test_generate_content_stream(gemini):
-    pieces = [c.text for c in gemini.models.generate_content_stream(model="local-chat", contents="count to 6")]
+    pieces = [
+        c.text for c in gemini.models.generate_content_stream(model="local-chat", contents="count to 6")
+    ]
     assert "".join(pieces) == "1, 2, 3, 4, 5, 6."
     assert len(pieces) == 6
 

@@ -12,12 +12,16 @@ import pytest
 
 @pytest.fixture
 def client(local_gateway):
-    with openai.OpenAI(base_url=f"{local_gateway.base_url}/v1", api_key=local_gateway.api_key.reveal(), max_retries=0) as c:
+    with openai.OpenAI(
+        base_url=f"{local_gateway.base_url}/v1", api_key=local_gateway.api_key.reveal(), max_retries=0
+    ) as c:
         yield c
 
 
 def test_chat_answers_arithmetic(client):
-    reply = client.chat.completions.create(model="local-chat", messages=[{"role": "user", "content": "What is 2+2?"}])
+    reply = client.chat.completions.create(
+        model="local-chat", messages=[{"role": "user", "content": "What is 2+2?"}]
+    )
     assert reply.object == "chat.completion"
     assert reply.choices[0].message.role == "assistant"
     assert reply.choices[0].message.content.endswith("= 4")
@@ -38,7 +42,10 @@ def test_chat_is_deterministic_and_honours_max_tokens(client):
 
 
 def test_chat_follows_the_system_prompt(client):
-    messages = [{"role": "system", "content": "Answer in uppercase."}, {"role": "user", "content": "say hello there"}]
+    messages = [
+        {"role": "system", "content": "Answer in uppercase."},
+        {"role": "user", "content": "say hello there"},
+    ]
     reply = client.chat.completions.create(model="local-chat", messages=messages)
     assert reply.choices[0].message.content == "HELLO THERE"
 
@@ -73,7 +80,9 @@ def test_images_are_real_pngs_of_the_requested_size(client):
     result = client.images.generate(model="local-image", prompt="a red kite over dunes", size="256x128")
     png = base64.b64decode(result.data[0].b64_json)
     assert Image.open(io.BytesIO(png)).size == (256, 128)
-    by_url = client.images.generate(model="local-image", prompt="a red kite over dunes", size="256x128", response_format="url")
+    by_url = client.images.generate(
+        model="local-image", prompt="a red kite over dunes", size="256x128", response_format="url"
+    )
     import httpx
 
     assert httpx.get(by_url.data[0].url).content == png
@@ -92,13 +101,20 @@ def test_speech_refuses_an_unknown_voice(client):
 
 
 def test_responses_give_summary_and_reasoning_tokens(client):
-    response = client.responses.create(model="local-reasoner", input="What is 6 times 7?", reasoning={"effort": "high"})
+    response = client.responses.create(
+        model="local-reasoner", input="What is 6 times 7?", reasoning={"effort": "high"}
+    )
     assert response.output_text == "6 * 7 = 42"
     summary = response.output[0].summary[0].text
     assert "arithmetic" in summary
     assert response.usage.output_tokens_details.reasoning_tokens > 0
-    low = client.responses.create(model="local-reasoner", input="What is 6 times 7?", reasoning={"effort": "low"})
-    assert low.usage.output_tokens_details.reasoning_tokens < response.usage.output_tokens_details.reasoning_tokens
+    low = client.responses.create(
+        model="local-reasoner", input="What is 6 times 7?", reasoning={"effort": "low"}
+    )
+    assert (
+        low.usage.output_tokens_details.reasoning_tokens
+        < response.usage.output_tokens_details.reasoning_tokens
+    )
 
 
 def test_responses_stream_through_the_sdk_helper(client):
@@ -121,7 +137,9 @@ def test_chat_completions_refuse_the_reasoning_model(client):
 
 
 def test_wrong_key_is_an_authentication_error(local_gateway):
-    with openai.OpenAI(base_url=f"{local_gateway.base_url}/v1", api_key="sk-wrong-key-0000", max_retries=0) as bad:
+    with openai.OpenAI(
+        base_url=f"{local_gateway.base_url}/v1", api_key="sk-wrong-key-0000", max_retries=0
+    ) as bad:
         with pytest.raises(openai.AuthenticationError) as info:
             bad.models.list()
     assert info.value.status_code == 401

@@ -39,12 +39,21 @@ class Neutral:
             return JSONResponse({"error": {"message": "bad upstream key"}}, status_code=401)
         body = await request.json()
         if body["model"] == "remote-busy":
-            return JSONResponse({"error": {"message": "slow down", "type": "rate_limit"}}, 429, headers={"retry-after": "3"})
+            return JSONResponse(
+                {"error": {"message": "slow down", "type": "rate_limit"}}, 429, headers={"retry-after": "3"}
+            )
         if not body.get("stream"):
             message = {"role": "assistant", "content": f"remote says {body['messages'][-1]['content']}"}
-            return JSONResponse({"id": "r1", "object": "chat.completion", "created": 1, "model": body["model"],
-                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                 "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4}})
+            return JSONResponse(
+                {
+                    "id": "r1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+                }
+            )
 
         async def events():
             for i, word in enumerate(["first", " second", " third"]):
@@ -53,17 +62,27 @@ class Neutral:
                         if self.gate.is_set():
                             break
                         await asyncio.sleep(0.01)
-                chunk = {"id": "r2", "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+                chunk = {
+                    "id": "r2",
+                    "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}],
+                }
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
             yield b"data: [DONE]\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
     async def models(self, request: Request):
-        return JSONResponse({"object": "list", "data": [{"id": "remote-chat", "object": "model", "created": 1, "owned_by": "neutral"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": "remote-chat", "object": "model", "created": 1, "owned_by": "neutral"}],
+            }
+        )
 
     async def video(self, request: Request):
-        return JSONResponse({"id": request.path_params["id"], "object": "video", "status": "in_progress", "progress": 50})
+        return JSONResponse(
+            {"id": request.path_params["id"], "object": "video", "status": "in_progress", "progress": 50}
+        )
 
 
 @pytest.fixture
@@ -72,7 +91,9 @@ def chain(make_gateway, monkeypatch):
     neutral = Neutral()
     neutral_url, stop = run_in_thread(neutral.app)
     monkeypatch.setenv("TEST_NEUTRAL_KEY", UPSTREAM_KEY)
-    back = make_gateway(api_keys=["sk-back-key-0123456789"], upstream=neutral_url, upstream_key_env="TEST_NEUTRAL_KEY")
+    back = make_gateway(
+        api_keys=["sk-back-key-0123456789"], upstream=neutral_url, upstream_key_env="TEST_NEUTRAL_KEY"
+    )
     monkeypatch.setenv("TEST_BACK_KEY", back.api_key.reveal())
     front = make_gateway(upstream=f"{back.base_url}/v1", upstream_key_env="TEST_BACK_KEY")
     yield neutral, front
@@ -82,9 +103,15 @@ def chain(make_gateway, monkeypatch):
 
 def test_remote_model_is_forwarded_with_the_upstream_key(chain):
     neutral, front = chain
-    with openai.OpenAI(base_url=f"{front.base_url}/v1", api_key=front.api_key.reveal(), max_retries=0) as client:
-        reply = client.chat.completions.create(model="remote-chat", messages=[{"role": "user", "content": "ping"}])
-        local = client.chat.completions.create(model="local-chat", messages=[{"role": "user", "content": "1+1"}])
+    with openai.OpenAI(
+        base_url=f"{front.base_url}/v1", api_key=front.api_key.reveal(), max_retries=0
+    ) as client:
+        reply = client.chat.completions.create(
+            model="remote-chat", messages=[{"role": "user", "content": "ping"}]
+        )
+        local = client.chat.completions.create(
+            model="local-chat", messages=[{"role": "user", "content": "1+1"}]
+        )
     assert reply.choices[0].message.content == "remote says ping"
     assert local.choices[0].message.content == "1+1 = 2"
     assert neutral.seen_auth == [f"Bearer {UPSTREAM_KEY}"]  # never the caller's key
@@ -94,7 +121,9 @@ def test_streams_are_relayed_event_by_event(chain):
     neutral, front = chain
     headers = {"authorization": f"Bearer {front.api_key.reveal()}"}
     body = {"model": "remote-chat", "stream": True, "messages": [{"role": "user", "content": "go"}]}
-    with httpx.stream("POST", f"{front.base_url}/v1/chat/completions", json=body, headers=headers, timeout=15) as r:
+    with httpx.stream(
+        "POST", f"{front.base_url}/v1/chat/completions", json=body, headers=headers, timeout=15
+    ) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         lines = r.iter_lines()
         first = next(line for line in lines if line.startswith("data: "))
@@ -109,8 +138,11 @@ def test_streams_are_relayed_event_by_event(chain):
 def test_upstream_errors_pass_through_with_their_status(chain):
     _, front = chain
     headers = {"authorization": f"Bearer {front.api_key.reveal()}"}
-    r = httpx.post(f"{front.base_url}/v1/chat/completions", headers=headers,
-                   json={"model": "remote-busy", "messages": [{"role": "user", "content": "x"}]})
+    r = httpx.post(
+        f"{front.base_url}/v1/chat/completions",
+        headers=headers,
+        json={"model": "remote-busy", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert r.status_code == 429 and r.headers["retry-after"] == "3"
     assert r.json()["error"]["message"] == "slow down"
 
@@ -131,13 +163,19 @@ def test_remote_job_ids_are_polled_upstream(chain):
 
 def test_the_front_still_checks_its_own_key(chain):
     _, front = chain
-    r = httpx.post(f"{front.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {UPSTREAM_KEY}"},
-                   json={"model": "remote-chat", "messages": [{"role": "user", "content": "x"}]})
+    r = httpx.post(
+        f"{front.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {UPSTREAM_KEY}"},
+        json={"model": "remote-chat", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert r.status_code == 401
 
 
 def test_unreachable_upstream_is_502(make_gateway):
     front = make_gateway(upstream="http://127.0.0.1:9")
-    r = httpx.post(f"{front.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {front.api_key.reveal()}"},
-                   json={"model": "remote-chat", "messages": [{"role": "user", "content": "x"}]})
+    r = httpx.post(
+        f"{front.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {front.api_key.reveal()}"},
+        json={"model": "remote-chat", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert r.status_code == 502 and "unreachable" in r.json()["error"]["message"]

@@ -10,7 +10,8 @@ import pytest
 
 
 class RawServer:
-    """Answers each request with the next canned bytes; `close_after` closes the connection after answering."""
+    """Answers each request with the next canned bytes; `close_after` closes the connection after
+    answering."""
 
     def __init__(self, answers: list[bytes], close_after: bool) -> None:
         self.answers = answers
@@ -27,7 +28,14 @@ class RawServer:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
                 self.requests.append(head + await reader.readexactly(length))
                 writer.write(self.answers[min(len(self.requests), len(self.answers)) - 1])
                 await writer.drain()
@@ -79,8 +87,9 @@ def test_kept_alive_connections_are_reused(make_gateway):
     "answer",
     [
         b"HTTP/1.1 100 Continue\r\n\r\n" + OK,
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n4\r\n{\"ok\r\n7\r\n\":true}\r\n0\r\n\r\n",
-        b"HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{\"ok\":true}",
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        b'4\r\n{"ok\r\n7\r\n":true}\r\n0\r\n\r\n',
+        b'HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{"ok":true}',
     ],
     ids=["interim-1xx", "chunked", "until-close"],
 )
@@ -99,7 +108,10 @@ def test_garbage_from_upstream_is_502(make_gateway):
 
 
 def test_head_answers_carry_no_body(make_gateway):
-    raw = RawServer([b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n"], close_after=False)
+    raw = RawServer(
+        [b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n"],
+        close_after=False,
+    )
     gw, headers = front(make_gateway, raw)
     with httpx.Client(headers=headers, timeout=5) as client:
         r = client.head(f"{gw.base_url}/v1/somewhere/else")

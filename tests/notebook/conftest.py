@@ -50,7 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append(("GET", self.path, {}))
-        self._json(200, {"object": "list", "data": [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]})
+        self._json(
+            200, {"object": "list", "data": [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]}
+        )
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -58,9 +60,16 @@ class _Handler(BaseHTTPRequestHandler):
         mode = self.server.mode
         if mode == "error429":
             message = f"rate limit reached for key {FAULT_KEY}; try again later"
-            self._json(429, {"error": {"message": message, "type": "rate_limit", "code": "429"}}, **{"Retry-After": "0"})
+            self._json(
+                429,
+                {"error": {"message": message, "type": "rate_limit", "code": "429"}},
+                **{"Retry-After": "0"},
+            )
         elif mode == "error400":
-            self._json(400, {"error": {"message": "context too long for this model", "type": "invalid_request_error"}})
+            self._json(
+                400,
+                {"error": {"message": "context too long for this model", "type": "invalid_request_error"}},
+            )
         elif mode in ("cut", "slow"):
             self._stream(cut_after=5 if mode == "cut" else None)
 
@@ -72,7 +81,12 @@ class _Handler(BaseHTTPRequestHandler):
         deadline = time.monotonic() + 60
         i = 0
         while time.monotonic() < deadline:
-            chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "fault-chat", "choices": [{"index": 0, "delta": {"content": f"word{i} "}}]}
+            chunk = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "model": "fault-chat",
+                "choices": [{"index": 0, "delta": {"content": f"word{i} "}}],
+            }
             event = f"data: {json.dumps(chunk)}\n\n".encode()
             try:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))

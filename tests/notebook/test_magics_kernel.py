@@ -26,7 +26,10 @@ def kernel(tmp_path_factory):
     from jupyter_client import KernelManager
 
     km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=_env(GATECELL_LOCAL_PACE="0", GATECELL_LOCAL_JOB_SECONDS="0.5"), cwd=str(tmp_path_factory.mktemp("kernel")))
+    km.start_kernel(
+        env=_env(GATECELL_LOCAL_PACE="0", GATECELL_LOCAL_JOB_SECONDS="0.5"),
+        cwd=str(tmp_path_factory.mktemp("kernel")),
+    )
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
@@ -45,7 +48,9 @@ def execute(kc: Any, code: str, *, timeout: float = 60, on_message: Any = None) 
         try:
             msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
-            raise AssertionError(f"no idle within {timeout} s; got {[m['msg_type'] for m in messages]}") from None
+            raise AssertionError(
+                f"no idle within {timeout} s; got {[m['msg_type'] for m in messages]}"
+            ) from None
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         messages.append(msg)
@@ -60,7 +65,9 @@ def execute(kc: Any, code: str, *, timeout: float = 60, on_message: Any = None) 
 
 
 def stream_text(messages: list[dict], name: str) -> str:
-    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name)
+    return "".join(
+        m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name
+    )
 
 
 def displays(messages: list[dict]) -> list[dict]:
@@ -82,7 +89,10 @@ def test_long_fast_stream_sends_few_display_messages(kernel):
     assert final["data"]["text/markdown"] == " ".join(words)
     assert final["metadata"]["gatecell"]["model"] == "local-chat"
     assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
-    print(f"\n{WORDS} tokens in {seconds:.1f} s: {len(shown)} display messages, {len(messages)} iopub messages in all")
+    print(
+        f"\n{WORDS} tokens in {seconds:.1f} s: {len(shown)} display messages, "
+        f"{len(messages)} iopub messages in all"
+    )
     assert len(shown) < 200  # one per fragment would be 20,000
     # the value was shown live: the cell sends no execute_result on top
     assert not [m for m in messages if m["msg_type"] == "execute_result"]
@@ -97,12 +107,18 @@ def test_interrupt_keeps_partial_text(kernel, fault_server):
     interrupted = []
 
     def interrupt_once_text_arrives(msg: dict) -> None:
-        if not interrupted and msg["msg_type"] in ("display_data", "update_display_data") and "word3" in msg["content"]["data"]["text/markdown"]:
+        if (
+            not interrupted
+            and msg["msg_type"] in ("display_data", "update_display_data")
+            and "word3" in msg["content"]["data"]["text/markdown"]
+        ):
             interrupted.append(True)
             km.interrupt_kernel()
 
     try:
-        reply, messages = execute(kc, "%%chat -o r\nhello", timeout=30, on_message=interrupt_once_text_arrives)
+        reply, messages = execute(
+            kc, "%%chat -o r\nhello", timeout=30, on_message=interrupt_once_text_arrives
+        )
         assert interrupted
         assert reply["content"]["status"] == "error"
         err = stream_text(messages, "stderr")
@@ -140,7 +156,13 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     fault_server.mode = "error429"
     for name, value in _env(GATECELL_BASE_URL=local_gateway.base_url, GATECELL_API_KEY=key).items():
         monkeypatch.setenv(name, value)
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
     path = tmp_path / "run.ipynb"
     nbformat.write(nb, str(path))
     text = path.read_text()
@@ -149,7 +171,10 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     outputs = [o for cell in nb.cells for o in cell.outputs]
     chat = [o for o in nb.cells[1].outputs if "text/markdown" in o.get("data", {})]
     assert len(chat) == 1  # the live display, holding its final render
-    assert chat[0]["data"]["text/markdown"].startswith("Hello! I am local-chat") and "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/markdown"]
+    assert (
+        chat[0]["data"]["text/markdown"].startswith("Hello! I am local-chat")
+        and "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/markdown"]
+    )
     assert chat[0]["metadata"]["gatecell"]["endpoint"] == "/v1/chat/completions"
     assert any("image/png" in o.get("data", {}) for o in outputs)  # embedded, not a link
     assert any("data:audio/" in o.get("data", {}).get("text/html", "") for o in outputs)
@@ -158,5 +183,7 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     assert any(e.startswith("gatecell: 429") and "rate limit reached" in e for e in errors), errors
     assert not [o for o in outputs if o["output_type"] == "error"]  # no tracebacks
     assert (tmp_path / "hi.wav").exists()
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)  # the job's progress bar
+    assert any(
+        "application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs
+    )  # the job's progress bar
     assert any("<video controls" in o.get("data", {}).get("text/html", "") for o in outputs)

@@ -13,7 +13,7 @@ from gatecell.notebook.template import interpolate
 
 def test_line_form_keeps_the_prompt_verbatim():
     ns, prompt = parse(parser("chat"), "-t 0.5 -m 'my model' what's \"2+2\"? -x", None)
-    assert (ns.temperature, ns.model, prompt) == (0.5, "my model", "what's \"2+2\"? -x")
+    assert (ns.temperature, ns.model, prompt) == (0.5, "my model", 'what\'s "2+2"? -x')
     ns, prompt = parse(parser("chat"), "--temperature=1 -- -5 degrees", None)
     assert (ns.temperature, prompt) == (1.0, "-5 degrees")
     ns, prompt = parse(parser("chat"), "-5 degrees", None)
@@ -52,7 +52,19 @@ def test_options_are_spelled_alike():
         assert {"-o", "--out", "--footer", "--debug", "--no-interpolate", "--help"} <= have, name
         if "--model" in have:
             assert "-m" in have
-    assert {"-t", "--temperature", "--top-p", "--max-tokens", "-s", "--system", "-c", "--conversation", "--new", "--no-stream", "--api"} <= flags["chat"]
+    assert {
+        "-t",
+        "--temperature",
+        "--top-p",
+        "--max-tokens",
+        "-s",
+        "--system",
+        "-c",
+        "--conversation",
+        "--new",
+        "--no-stream",
+        "--api",
+    } <= flags["chat"]
     assert {"-v", "--voice", "--autoplay", "--save"} <= flags["speak"]
     assert "--effort" in flags["reason"] and "--style" in flags["music"] and "--no-wait" in flags["video"]
 
@@ -101,12 +113,32 @@ def test_live_markdown_coalesces_and_always_renders_the_end(ipshell):
         live.finish(prov={"model": "m", "endpoint": "/v1/chat/completions"}, footer=True, note="done")
     assert live.updates == 2 == len(captured.outputs)  # the first fragment, then the end
     final = captured.outputs[-1].data["text/markdown"]
-    assert final.startswith("t0 t1 ") and "t999" in final and "*done*" in final and "<sub>m · /v1/chat/completions</sub>" in final
-    assert captured.outputs[-1].update and captured.outputs[-1].metadata == {"gatecell": {"model": "m", "endpoint": "/v1/chat/completions"}}
+    assert (
+        final.startswith("t0 t1 ")
+        and "t999" in final
+        and "*done*" in final
+        and "<sub>m · /v1/chat/completions</sub>" in final
+    )
+    assert captured.outputs[-1].update and captured.outputs[-1].metadata == {
+        "gatecell": {"model": "m", "endpoint": "/v1/chat/completions"}
+    }
 
     class Meta:
-        model, endpoint, latency, usage, request_id = "x", "/v1/x", 0.12345, {"prompt_tokens": 3, "completion_tokens": 4}, "r1"
+        model, endpoint, latency, usage, request_id = (
+            "x",
+            "/v1/x",
+            0.12345,
+            {"prompt_tokens": 3, "completion_tokens": 4},
+            "r1",
+        )
 
     prov = provenance(Meta(), voice="nova")
-    assert prov == {"model": "x", "endpoint": "/v1/x", "latency": 0.123, "usage": {"prompt_tokens": 3, "completion_tokens": 4}, "request_id": "r1", "voice": "nova"}
+    assert prov == {
+        "model": "x",
+        "endpoint": "/v1/x",
+        "latency": 0.123,
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+        "request_id": "r1",
+        "voice": "nova",
+    }
     assert footer_text(prov) == "x · /v1/x · 0.12 s · 3 in / 4 out tokens · request r1"

@@ -20,7 +20,8 @@ def test_load_is_lazy():
     code = (
         "from IPython.testing.globalipapp import start_ipython; ip = start_ipython(); "
         "ip.run_line_magic('load_ext', 'gatecell'); import sys; "
-        "print(sorted(m for m in ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic') if m in sys.modules))"
+        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -42,7 +43,10 @@ def test_questions_on_the_line_are_prompts_not_help(run, ipshell):
     from gatecell.notebook import _keep_questions
 
     assert _keep_questions(["%chat?\n"]) == ["%chat?\n"]  # IPython's own help on the magic stays
-    assert _keep_questions(["%%chat\n", "%chat who?\n"]) == ["%%chat\n", "%chat who?\n"]  # a cell body is left alone
+    assert _keep_questions(["%%chat\n", "%chat who?\n"]) == [
+        "%%chat\n",
+        "%chat who?\n",
+    ]  # a cell body is left alone
 
 
 def test_gatecell_help_and_subcommand_help(run):
@@ -70,7 +74,9 @@ def test_chat_streams_into_one_display_and_completes(run, gc):
 def test_updates_are_coalesced(run, gc):
     gc.session.config.update_interval = 0.2
     try:
-        result, captured = run("%%chat --max-tokens 2000\nrepeat after me: " + " ".join(f"w{i}" for i in range(2000)))
+        result, captured = run(
+            "%%chat --max-tokens 2000\nrepeat after me: " + " ".join(f"w{i}" for i in range(2000))
+        )
     finally:
         gc.session.config.update_interval = 0.1
     assert result.success
@@ -104,7 +110,15 @@ def test_system_prompt_and_no_stream_and_out_var(run, ipshell):
     assert captured.outputs[0].metadata["gatecell"]["usage"]["total_tokens"] > 0
 
 
-@pytest.mark.parametrize("api, model", [("messages", "local-chat"), ("generate-content", "local-chat"), ("responses", "local-reasoner"), ("chat", "local-reasoner")])
+@pytest.mark.parametrize(
+    "api, model",
+    [
+        ("messages", "local-chat"),
+        ("generate-content", "local-chat"),
+        ("responses", "local-reasoner"),
+        ("chat", "local-reasoner"),
+    ],
+)
 def test_native_apis_and_routing(run, api, model):
     result, captured = run(f"%chat -m {model} --api {api} what is 3+4?")
     assert result.success, result.error_in_exec
@@ -126,7 +140,7 @@ def test_interpolation(run, ipshell):
     ipshell.user_ns["n"] = 20
     result, _ = run("%chat what is {n}+1?")
     assert "21" in result.result
-    result, _ = run("%chat repeat after me: {{n}} and {\"json\": 1}")
+    result, _ = run('%chat repeat after me: {{n}} and {"json": 1}')
     assert result.result == '{n} and {"json": 1}'
     result, _ = run("%chat --no-interpolate repeat after me: {n}")
     assert result.result == "{n}"
@@ -139,17 +153,26 @@ def test_interpolation(run, ipshell):
 def test_temperature_out_of_range_sends_nothing(run, gc, fault_server):
     gc.session.config.base_url = fault_server.base_url
     before = len(fault_server.requests)
-    for line in ("%chat -t 2.5 hi", "%chat --top-p 1.5 hi", "%chat --max-tokens 0 hi", "%image --size big a cat"):
+    for line in (
+        "%chat -t 2.5 hi",
+        "%chat --top-p 1.5 hi",
+        "%chat --max-tokens 0 hi",
+        "%image --size big a cat",
+    ):
         result, captured = run(line)
         assert not result.success
-        lines = [l for l in captured.stderr.splitlines() if l.strip()]
+        lines = [line for line in captured.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("UsageError:"), lines
     assert len(fault_server.requests) == before
 
 
 def test_key_is_refused_on_the_line(run, fault_server):
     before = len(fault_server.requests)
-    for line in ("%chat --api-key sk-abcdefghijklmnop hi", "%chat -m sk-abcdefghijklmnop hi", "%gatecell --key=x"):
+    for line in (
+        "%chat --api-key sk-abcdefghijklmnop hi",
+        "%chat -m sk-abcdefghijklmnop hi",
+        "%gatecell --key=x",
+    ):
         result, captured = run(line)
         assert not result.success
         assert "%gatecell key" in captured.stderr
@@ -162,7 +185,7 @@ def test_gateway_error_is_one_line_without_key(run, gc, fault_server):
     fault_server.mode = "error429"
     result, captured = run("%chat hello")
     assert not result.success
-    lines = [l for l in captured.stderr.splitlines() if l.strip()]
+    lines = [line for line in captured.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, captured.stderr
     assert "429" in lines[0] and "rate limit reached" in lines[0]
     assert fault_server.key not in captured.stderr + captured.stdout
@@ -174,13 +197,19 @@ def test_debug_shows_the_traceback(run, gc, fault_server):
     fault_server.mode = "error400"
     result, captured = run("%chat --debug hello")
     assert not result.success
-    assert "Traceback" in captured.stdout + captured.stderr or "BadRequestError" in captured.stdout + captured.stderr
+    assert (
+        "Traceback" in captured.stdout + captured.stderr
+        or "BadRequestError" in captured.stdout + captured.stderr
+    )
 
 
 def test_errors_raised_by_any_code_are_one_line(run, gc, fault_server, ipshell):
     ipshell.user_ns["url"] = fault_server.base_url
     fault_server.mode = "error400"
-    result, captured = run("from gatecell import Gateway\nGateway(url, 'sk-whatever-1234567890').chat(model='m', messages=[{'role': 'user', 'content': 'x'}])")
+    result, captured = run(
+        "from gatecell import Gateway\n"
+        "Gateway(url, 'sk-whatever-1234567890').chat(model='m', messages=[{'role': 'user', 'content': 'x'}])"
+    )
     assert not result.success
     assert captured.stderr.strip().startswith("gatecell: 400")
     assert "Traceback" not in captured.stderr + captured.stdout

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from fault_server import KEY, FaultServer
 
 from gatecell.wire.client import AsyncGateway, Gateway
-
-from fault_server import KEY, FaultServer
 
 # Fast retries: the tests check that waits are asked for, not that time passes.
 FAST = {"backoff": 0.001, "retry_after_cap": 0.2, "stream_idle_timeout": 5.0, "timeout": 10.0}

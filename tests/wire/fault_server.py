@@ -15,9 +15,10 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from gatecell.wire.sse import comment, encode
 
@@ -54,11 +55,19 @@ class Response:
         self.w = writer
 
     async def head(self, status: int, headers: dict[str, str]) -> None:
-        lines = [f"HTTP/1.1 {status} X"] + [f"{k}: {v}" for k, v in {**headers, "connection": "close"}.items()]
+        lines = [f"HTTP/1.1 {status} X"] + [
+            f"{k}: {v}" for k, v in {**headers, "connection": "close"}.items()
+        ]
         self.w.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await self.w.drain()
 
-    async def raw(self, status: int, body: bytes, content_type: str | None = "application/json", headers: dict[str, str] | None = None) -> None:
+    async def raw(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str | None = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         h = {"content-length": str(len(body)), **(headers or {})}
         if content_type:
             h["content-type"] = content_type
@@ -70,7 +79,9 @@ class Response:
         await self.raw(status, json.dumps(obj).encode(), headers=headers)
 
     async def start_sse(self, headers: dict[str, str] | None = None) -> None:
-        await self.head(200, {"content-type": "text/event-stream", "transfer-encoding": "chunked", **(headers or {})})
+        await self.head(
+            200, {"content-type": "text/event-stream", "transfer-encoding": "chunked", **(headers or {})}
+        )
 
     async def send(self, data: bytes) -> None:
         self.w.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -98,10 +109,20 @@ Handler = Callable[["FaultServer", Request, Response], Awaitable[None]]
 # -- a well-behaved gateway (WIRE-NOTES shapes); the hostile scenarios fall back to it --
 
 
-def chunk(text: str | None = None, finish: str | None = None, role: bool = False, usage: dict | None = None) -> dict:
-    delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else ({"content": text} if text is not None else {})
+def chunk(
+    text: str | None = None, finish: str | None = None, role: bool = False, usage: dict | None = None
+) -> dict:
+    delta: dict[str, Any] = (
+        {"role": "assistant", "content": ""} if role else ({"content": text} if text is not None else {})
+    )
     choices = [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    c: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices}
+    c: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": choices,
+    }
     if usage:
         c["usage"] = usage
     return c
@@ -118,7 +139,13 @@ def completion(model: str, text: str = "Hello world") -> dict:
         "created": 1,
         "model": model,
         "system_fingerprint": "fp_1",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None}, "finish_reason": "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": "stop",
+            }
+        ],
         "usage": USAGE,
     }
 
@@ -134,7 +161,12 @@ RESPONSES_REPLY = {
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Thought briefly."}]},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Forty-two."}]},
     ],
-    "usage": {"input_tokens": 4, "output_tokens": 6, "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 10},
+    "usage": {
+        "input_tokens": 4,
+        "output_tokens": 6,
+        "output_tokens_details": {"reasoning_tokens": 3},
+        "total_tokens": 10,
+    },
 }
 
 
@@ -142,10 +174,19 @@ async def ok(srv: FaultServer, req: Request, resp: Response) -> None:
     body = req.json() or {}
     path = req.path.split("?")[0]
     rid = {"x-request-id": f"req-{req.count}"}
-    if path.startswith("/v1beta/") and (req.headers.get("x-goog-api-key") != KEY or "authorization" in req.headers):
-        return await resp.json(401, {"error": {"code": 401, "message": "API key not valid", "status": "UNAUTHENTICATED"}})
-    if not path.startswith(("/v1beta/", "/files/open")) and req.headers.get("authorization") != f"Bearer {KEY}":
-        return await resp.json(401, {"error": {"message": "missing or bad key", "type": "invalid_request_error"}})
+    if path.startswith("/v1beta/") and (
+        req.headers.get("x-goog-api-key") != KEY or "authorization" in req.headers
+    ):
+        return await resp.json(
+            401, {"error": {"code": 401, "message": "API key not valid", "status": "UNAUTHENTICATED"}}
+        )
+    if (
+        not path.startswith(("/v1beta/", "/files/open"))
+        and req.headers.get("authorization") != f"Bearer {KEY}"
+    ):
+        return await resp.json(
+            401, {"error": {"message": "missing or bad key", "type": "invalid_request_error"}}
+        )
     if path == "/v1/chat/completions":
         if body.get("stream"):
             return await resp.events(CHAT_STREAM)
@@ -154,37 +195,131 @@ async def ok(srv: FaultServer, req: Request, resp: Response) -> None:
         if body.get("stream"):
             return await resp.events(
                 [
-                    encode({"type": "message_start", "message": {"id": "msg_1", "model": body["model"], "usage": {"input_tokens": 3}}}, event="message_start"),
-                    encode({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, event="content_block_start"),
-                    b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
-                    encode({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}, event="content_block_delta"),
-                    encode({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " there"}}, event="content_block_delta"),
-                    encode({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}, event="message_delta"),
+                    encode(
+                        {
+                            "type": "message_start",
+                            "message": {"id": "msg_1", "model": body["model"], "usage": {"input_tokens": 3}},
+                        },
+                        event="message_start",
+                    ),
+                    encode(
+                        {
+                            "type": "content_block_start",
+                            "index": 0,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                        event="content_block_start",
+                    ),
+                    b'event: ping\ndata: {"type": "ping"}\n\n',
+                    encode(
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": "Hi"},
+                        },
+                        event="content_block_delta",
+                    ),
+                    encode(
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": " there"},
+                        },
+                        event="content_block_delta",
+                    ),
+                    encode(
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": "end_turn"},
+                            "usage": {"output_tokens": 2},
+                        },
+                        event="message_delta",
+                    ),
                     encode({"type": "message_stop"}, event="message_stop"),
                 ],
                 done=False,
             )
-        return await resp.json(200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": [{"type": "text", "text": "Hi there"}], "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}})
+        return await resp.json(
+            200,
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": "Hi there"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+            },
+        )
     if path.startswith("/v1beta/models/"):
-        gc = lambda t, fin=None: {"candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, **({"finishReason": fin} if fin else {}), "index": 0}], "modelVersion": "g-1"}
+
+        def gc(t: str, fin: str | None = None) -> dict:
+            return {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": t}]},
+                        **({"finishReason": fin} if fin else {}),
+                        "index": 0,
+                    }
+                ],
+                "modelVersion": "g-1",
+            }
+
         if ":streamGenerateContent" in req.path:
             return await resp.events([gc("Bon"), gc("jour", "STOP")], done=False)
-        return await resp.json(200, {**gc("Bonjour", "STOP"), "usageMetadata": {"promptTokenCount": 2, "candidatesTokenCount": 1, "totalTokenCount": 3}})
+        return await resp.json(
+            200,
+            {
+                **gc("Bonjour", "STOP"),
+                "usageMetadata": {"promptTokenCount": 2, "candidatesTokenCount": 1, "totalTokenCount": 3},
+            },
+        )
     if path == "/v1/responses":
         if body.get("stream"):
             return await resp.events(
                 [
-                    encode({"type": "response.created", "response": {"id": "resp_1", "model": body["model"], "status": "in_progress"}}, event="response.created"),
-                    encode({"type": "response.reasoning_summary_text.delta", "delta": "Thought."}, event="response.reasoning_summary_text.delta"),
-                    encode({"type": "response.output_text.delta", "delta": "Forty"}, event="response.output_text.delta"),
-                    encode({"type": "response.output_text.delta", "delta": "-two."}, event="response.output_text.delta"),
-                    encode({"type": "response.completed", "response": {**RESPONSES_REPLY, "model": body["model"]}}, event="response.completed"),
+                    encode(
+                        {
+                            "type": "response.created",
+                            "response": {"id": "resp_1", "model": body["model"], "status": "in_progress"},
+                        },
+                        event="response.created",
+                    ),
+                    encode(
+                        {"type": "response.reasoning_summary_text.delta", "delta": "Thought."},
+                        event="response.reasoning_summary_text.delta",
+                    ),
+                    encode(
+                        {"type": "response.output_text.delta", "delta": "Forty"},
+                        event="response.output_text.delta",
+                    ),
+                    encode(
+                        {"type": "response.output_text.delta", "delta": "-two."},
+                        event="response.output_text.delta",
+                    ),
+                    encode(
+                        {
+                            "type": "response.completed",
+                            "response": {**RESPONSES_REPLY, "model": body["model"]},
+                        },
+                        event="response.completed",
+                    ),
                 ],
                 done=False,
             )
         return await resp.json(200, {**RESPONSES_REPLY, "model": body["model"]})
     if path == "/v1/images/generations":
-        return await resp.json(200, {"created": 1, "data": [{"b64_json": base64.b64encode(PNG).decode()}, {"url": f"{req.base}/files/img.png"}, {"url": f"http://localhost:{srv.port}/s/ok/{req.token}/files/open.png"}]})
+        return await resp.json(
+            200,
+            {
+                "created": 1,
+                "data": [
+                    {"b64_json": base64.b64encode(PNG).decode()},
+                    {"url": f"{req.base}/files/img.png"},
+                    {"url": f"http://localhost:{srv.port}/s/ok/{req.token}/files/open.png"},
+                ],
+            },
+        )
     if path.startswith("/files/"):
         return await resp.raw(200, PNG, "application/octet-stream")
     if path == "/v1/audio/speech":
@@ -197,9 +332,27 @@ async def ok(srv: FaultServer, req: Request, resp: Response) -> None:
             {
                 "object": "list",
                 "data": [
-                    {"id": "local-chat", "object": "model", "created": 1, "owned_by": "me", "supported_endpoints": ["/v1/chat/completions", "/v1/messages"]},
-                    {"id": "deep-thinker", "object": "model", "created": 1, "owned_by": "me", "supported_endpoints": ["/v1/responses"]},
-                    {"id": "typed-reasoner", "object": "model", "created": 1, "owned_by": "me", "supported_endpoint_types": ["openai-response"]},
+                    {
+                        "id": "local-chat",
+                        "object": "model",
+                        "created": 1,
+                        "owned_by": "me",
+                        "supported_endpoints": ["/v1/chat/completions", "/v1/messages"],
+                    },
+                    {
+                        "id": "deep-thinker",
+                        "object": "model",
+                        "created": 1,
+                        "owned_by": "me",
+                        "supported_endpoints": ["/v1/responses"],
+                    },
+                    {
+                        "id": "typed-reasoner",
+                        "object": "model",
+                        "created": 1,
+                        "owned_by": "me",
+                        "supported_endpoint_types": ["openai-response"],
+                    },
                     {"id": "plain", "object": "model", "created": 1, "owned_by": "me"},
                 ],
             },
@@ -212,26 +365,74 @@ async def jobs(srv: FaultServer, req: Request, resp: Response, path: str, body: 
     if path == "/imgjob/submit/imagine":
         if body["prompt"] == "full":
             return await resp.json(200, {"code": 23, "description": "queue full", "result": None})
-        return await resp.json(200, {"code": 1, "description": "submitted", "result": "fail-1" if body["prompt"] == "fail" else "task-1", "properties": {}})
+        return await resp.json(
+            200,
+            {
+                "code": 1,
+                "description": "submitted",
+                "result": "fail-1" if body["prompt"] == "fail" else "task-1",
+                "properties": {},
+            },
+        )
     if path.startswith("/imgjob/task/"):
         if "fail-1" in path:
-            return await resp.json(200, {"id": "fail-1", "status": "FAILURE", "progress": "0%", "failReason": "banned prompt"})
+            return await resp.json(
+                200, {"id": "fail-1", "status": "FAILURE", "progress": "0%", "failReason": "banned prompt"}
+            )
         if polls < 2:
-            return await resp.json(200, {"id": "task-1", "status": "IN_PROGRESS", "progress": "40%", "imageUrl": ""})
-        return await resp.json(200, {"id": "task-1", "status": "SUCCESS", "progress": "100%", "imageUrl": f"{req.base}/files/job.png"})
+            return await resp.json(
+                200, {"id": "task-1", "status": "IN_PROGRESS", "progress": "40%", "imageUrl": ""}
+            )
+        return await resp.json(
+            200,
+            {
+                "id": "task-1",
+                "status": "SUCCESS",
+                "progress": "100%",
+                "imageUrl": f"{req.base}/files/job.png",
+            },
+        )
     if path == "/musicjob/submit/music":
         return await resp.json(200, {"code": "success", "message": "", "data": "m-1"})
     if path.startswith("/musicjob/fetch/"):
         if polls < 2:
-            return await resp.json(200, {"code": "success", "data": {"task_id": "m-1", "status": "IN_PROGRESS", "progress": "50%", "data": []}})
-        return await resp.json(200, {"code": "success", "data": {"task_id": "m-1", "status": "SUCCESS", "progress": "100%", "data": [{"id": "c1", "audio_url": f"{req.base}/files/song.mp3", "title": "t"}]}})
+            return await resp.json(
+                200,
+                {
+                    "code": "success",
+                    "data": {"task_id": "m-1", "status": "IN_PROGRESS", "progress": "50%", "data": []},
+                },
+            )
+        return await resp.json(
+            200,
+            {
+                "code": "success",
+                "data": {
+                    "task_id": "m-1",
+                    "status": "SUCCESS",
+                    "progress": "100%",
+                    "data": [{"id": "c1", "audio_url": f"{req.base}/files/song.mp3", "title": "t"}],
+                },
+            },
+        )
     if path == "/v1/videos" and req.method == "POST":
-        return await resp.json(200, {"id": "video_1", "object": "video", "status": "queued", "progress": 0, "model": body["model"]})
+        return await resp.json(
+            200,
+            {"id": "video_1", "object": "video", "status": "queued", "progress": 0, "model": body["model"]},
+        )
     if path == "/v1/videos/video_1/content":
         return await resp.raw(200, MP4, "video/mp4")
     if path == "/v1/videos/video_1":
         done = polls >= 2
-        return await resp.json(200, {"id": "video_1", "object": "video", "status": "completed" if done else "in_progress", "progress": 100 if done else 50})
+        return await resp.json(
+            200,
+            {
+                "id": "video_1",
+                "object": "video",
+                "status": "completed" if done else "in_progress",
+                "progress": 100 if done else 50,
+            },
+        )
     if path == "/odd/fetch/x1":
         return await resp.json(200, {"state": "weird-state", "percent": 3})
     await resp.json(404, {"error": {"message": f"no route {req.method} {path}", "type": "not_found"}})
@@ -243,7 +444,9 @@ async def jobs(srv: FaultServer, req: Request, resp: Response, path: str, body: 
 def fail_first(n: int, status: int, headers: Callable[[], dict[str, str]] = dict) -> Handler:
     async def handler(srv: FaultServer, req: Request, resp: Response) -> None:
         if req.count <= n:
-            return await resp.json(status, {"error": {"message": f"try again ({req.count})", "type": "transient"}}, headers())
+            return await resp.json(
+                status, {"error": {"message": f"try again ({req.count})", "type": "transient"}}, headers()
+            )
         await ok(srv, req, resp)
 
     return handler
@@ -290,7 +493,10 @@ MALFORMED = [
     b"\n",  # ... and its LF in the next one
     b"data: not json at all\n\n",
     b"data: [1, 2, 3]\n\n",
-    b"id: 7\nretry: 100\ndata: " + json.dumps(chunk("Hel")).encode() + b"\r\rdata: " + json.dumps(chunk("lo")).encode()[:10],
+    b"id: 7\nretry: 100\ndata: "
+    + json.dumps(chunk("Hel")).encode()
+    + b"\r\rdata: "
+    + json.dumps(chunk("lo")).encode()[:10],
     json.dumps(chunk("lo")).encode()[10:] + b"\n\n",
 ]
 
@@ -309,7 +515,14 @@ async def malformed(srv: FaultServer, req: Request, resp: Response) -> None:
 
 
 async def stream_error(srv: FaultServer, req: Request, resp: Response) -> None:
-    await resp.events([chunk(role=True), chunk("Partial"), {"error": {"message": "upstream overloaded", "type": "server_error", "code": "overloaded"}}], done=False)
+    await resp.events(
+        [
+            chunk(role=True),
+            chunk("Partial"),
+            {"error": {"message": "upstream overloaded", "type": "server_error", "code": "overloaded"}},
+        ],
+        done=False,
+    )
 
 
 async def json_for_stream(srv: FaultServer, req: Request, resp: Response) -> None:
@@ -317,20 +530,53 @@ async def json_for_stream(srv: FaultServer, req: Request, resp: Response) -> Non
 
 
 async def error200(srv: FaultServer, req: Request, resp: Response) -> None:
-    await resp.json(200, {"error": {"message": "no channel for model under group default", "type": "new_api_error", "code": "model_not_found"}}, {"x-request-id": "rid-200"})
+    await resp.json(
+        200,
+        {
+            "error": {
+                "message": "no channel for model under group default",
+                "type": "new_api_error",
+                "code": "model_not_found",
+            }
+        },
+        {"x-request-id": "rid-200"},
+    )
 
 
 async def echo_key(srv: FaultServer, req: Request, resp: Response) -> None:
-    key = req.headers.get("authorization", "").removeprefix("Bearer ") or req.headers.get("x-goog-api-key", "")
+    key = req.headers.get("authorization", "").removeprefix("Bearer ") or req.headers.get(
+        "x-goog-api-key", ""
+    )
     if (req.json() or {}).get("stream"):
-        return await resp.events([chunk("Hi"), {"error": {"message": f"key {key} is over quota", "type": "quota"}}], done=False)
-    await resp.json(401, {"error": {"message": f"Incorrect API key provided: {key}. Find your key at the dashboard.", "type": "invalid_request_error", "code": "invalid_api_key"}}, {"x-request-id": "rid-echo"})
+        return await resp.events(
+            [chunk("Hi"), {"error": {"message": f"key {key} is over quota", "type": "quota"}}], done=False
+        )
+    await resp.json(
+        401,
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {key}. Find your key at the dashboard.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
+        {"x-request-id": "rid-echo"},
+    )
 
 
 async def reasoner(srv: FaultServer, req: Request, resp: Response) -> None:
     body = req.json() or {}
     if req.path == "/v1/chat/completions" and body.get("model") == "deep-thinker":
-        return await resp.json(400, {"error": {"message": "This model is only supported in v1/responses and not in v1/chat/completions.", "type": "invalid_request_error", "code": "unsupported_api"}})
+        return await resp.json(
+            400,
+            {
+                "error": {
+                    "message": "This model is only supported in v1/responses and not in v1/chat/completions.",
+                    "type": "invalid_request_error",
+                    "code": "unsupported_api",
+                }
+            },
+        )
     await ok(srv, req, resp)
 
 
@@ -344,8 +590,13 @@ async def not_json(srv: FaultServer, req: Request, resp: Response) -> None:
 
 async def native_errors(srv: FaultServer, req: Request, resp: Response) -> None:
     if req.path.startswith("/v1/messages"):
-        return await resp.json(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens too large"}})
-    await resp.json(404, {"error": {"code": 404, "message": "models/nope is not found", "status": "NOT_FOUND"}})
+        return await resp.json(
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens too large"}},
+        )
+    await resp.json(
+        404, {"error": {"code": 404, "message": "models/nope is not found", "status": "NOT_FOUND"}}
+    )
 
 
 async def redirect(srv: FaultServer, req: Request, resp: Response) -> None:
@@ -437,7 +688,9 @@ class FaultServer:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             method, target, _ = lines[0].split(" ", 2)
-            headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
+            headers = {
+                k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)
+            }
             body = await reader.readexactly(int(headers.get("content-length", 0)))
             _, _, scenario, token, rest = (target.split("/", 4) + [""] * 5)[:5]
             req = Request(method, "/" + rest, headers, body, scenario, token, host=headers.get("host", ""))

@@ -6,8 +6,8 @@ import asyncio
 import logging
 
 import pytest
-
 from fault_server import MP4, PNG
+
 from gatecell.wire.client import AsyncChatStream, AsyncGateway
 from gatecell.wire.errors import GatecellError, RateLimitError, StreamError, StreamTimeoutError
 from gatecell.wire.schemas import ChatCompletion
@@ -49,16 +49,25 @@ def test_native_streams_models_image_speech(make):
             (await gw.speech("t", "alloy", "hello")).format,
         )
 
-    assert run(make, "ok", body) == ("Hi there", "Bonjour", "Forty-two.", ["local-chat", "deep-thinker", "typed-reasoner", "plain"], [PNG] * 3, "wav")
+    assert run(make, "ok", body) == (
+        "Hi there",
+        "Bonjour",
+        "Forty-two.",
+        ["local-chat", "deep-thinker", "typed-reasoner", "plain"],
+        [PNG] * 3,
+        "wav",
+    )
 
 
 def test_jobs_and_lazy_media(make):
     async def body(gw: AsyncGateway):
         seen = []
-        job = await gw.imagine("castle", wait=True, interval=0.01, on_progress=lambda j: seen.append(j.status))
+        job = await gw.imagine(
+            "castle", wait=True, interval=0.01, on_progress=lambda j: seen.append(j.status)
+        )
         video = await gw.wait(await gw.video("v", "waves"), interval=0.01)
         with pytest.raises(GatecellError, match="await media.aread"):
-            video.media[0].data
+            _ = video.media[0].data
         return seen, await job.media[0].aread(), await video.media[0].aread()
 
     assert run(make, "ok", body) == (["running", "succeeded"], PNG, MP4)

@@ -9,8 +9,8 @@ import socket
 from typing import Any
 
 import pytest
-
 from fault_server import KEY, MP4, PNG
+
 from gatecell.wire.client import Gateway
 from gatecell.wire.errors import (
     APIConnectionError,
@@ -55,7 +55,14 @@ def test_chat_returns_a_typed_completion(make, fault):
     assert reply.meta.endpoint == "/v1/chat/completions" and reply.meta.request_id == "req-1"
     assert reply.meta.usage.total_tokens == 5 and reply.meta.latency > 0 and reply.meta.status == 200
     sent = fault.seen(gw.token)[0]
-    assert sent.json() == {"model": "m", "messages": HI, "temperature": 0.5, "max_tokens": 20, "stream": False, "top_p": 1.0}
+    assert sent.json() == {
+        "model": "m",
+        "messages": HI,
+        "temperature": 0.5,
+        "max_tokens": 20,
+        "stream": False,
+        "top_p": 1.0,
+    }
     assert sent.headers["authorization"] == f"Bearer {KEY}"
 
 
@@ -65,7 +72,10 @@ def test_chat_stream_yields_fragments_then_the_whole_reply(make):
     assert (stream.text, stream.finish_reason, stream.id) == ("Hello world", "stop", "chatcmpl-1")
     assert stream.usage.total_tokens == 5 and stream.meta.usage.total_tokens == 5
     completion = stream.completion()
-    assert completion.choices[0].message.content == "Hello world" and completion.choices[0].finish_reason == "stop"
+    assert (
+        completion.choices[0].message.content == "Hello world"
+        and completion.choices[0].finish_reason == "stop"
+    )
     assert list(stream) == []  # a stream is read once
 
 
@@ -79,7 +89,10 @@ def test_models(make):
 def test_native_messages(make):
     gw = make("ok")
     reply = gw.messages("m", HI, max_tokens=10)
-    assert reply.text == "Hi there" and reply.usage == {"input_tokens": 3, "output_tokens": 2} == reply.meta.usage
+    assert (
+        reply.text == "Hi there"
+        and reply.usage == {"input_tokens": 3, "output_tokens": 2} == reply.meta.usage
+    )
     stream = gw.messages("m", HI, stream=True)
     assert list(stream) == ["Hi", " there"]
     assert stream.finish_reason == "end_turn" and stream.usage == {"input_tokens": 3, "output_tokens": 2}
@@ -89,7 +102,9 @@ def test_native_messages(make):
 def test_generate_content_sends_the_key_in_the_vendor_header(make, fault):
     gw = make("ok")
     assert gw.generate_content("gem-1", "Say hello").text == "Bonjour"
-    assert list(gw.generate_content("models/gem-1", [{"role": "user", "parts": [{"text": "hi"}]}], stream=True)) == ["Bon", "jour"]
+    assert list(
+        gw.generate_content("models/gem-1", [{"role": "user", "parts": [{"text": "hi"}]}], stream=True)
+    ) == ["Bon", "jour"]
     first, second = fault.seen(gw.token)
     assert first.path == "/v1beta/models/gem-1:generateContent"
     assert second.path == "/v1beta/models/gem-1:streamGenerateContent?alt=sse"
@@ -104,7 +119,11 @@ def test_responses(make, fault):
     assert reply.usage["total_tokens"] == 10
     assert fault.seen(gw.token)[0].json()["reasoning"] == {"effort": "high"}
     stream = gw.responses("deep-thinker", "q", stream=True)
-    assert list(stream) == ["Forty", "-two."] and stream.reasoning == "Thought." and stream.finish_reason == "stop"
+    assert (
+        list(stream) == ["Forty", "-two."]
+        and stream.reasoning == "Thought."
+        and stream.finish_reason == "stop"
+    )
 
 
 def test_image_media_from_b64_and_urls_with_the_key_only_on_the_gateway_host(make, fault):
@@ -115,7 +134,9 @@ def test_image_media_from_b64_and_urls_with_the_key_only_on_the_gateway_host(mak
     assert not same_host.loaded
     assert same_host.data == PNG and same_host.mime == "image/png"  # sniffed: the server said octet-stream
     assert other_host.data == PNG
-    fetches = {r.path: r.headers.get("authorization") for r in fault.seen(gw.token) if r.path.startswith("/files/")}
+    fetches = {
+        r.path: r.headers.get("authorization") for r in fault.seen(gw.token) if r.path.startswith("/files/")
+    }
     assert fetches == {"/files/img.png": f"Bearer {KEY}", "/files/open.png": None}
 
 
@@ -130,7 +151,12 @@ def test_speech_format_is_sniffed(make, tmp_path):
 def test_jobs_imagine_music_video(make, fault):
     gw = make("ok")
     seen = []
-    job = gw.imagine("a castle --ar 16:9", wait=True, on_progress=lambda j: seen.append((j.status, j.progress)), interval=0.01)
+    job = gw.imagine(
+        "a castle --ar 16:9",
+        wait=True,
+        on_progress=lambda j: seen.append((j.status, j.progress)),
+        interval=0.01,
+    )
     assert seen == [("running", 40.0), ("succeeded", 100.0)]
     assert (job.kind, job.id, job.status, job.error) == ("imagine", "task-1", "succeeded", None)
     assert [m.data for m in job.media] == [PNG]
@@ -172,7 +198,10 @@ def test_unknown_job_shape_is_kept_raw(make):
     [
         (lambda gw: gw.chat("m", HI, temperature=2.5), r"temperature: must be between 0 and 2, got 2\.5"),
         (lambda gw: gw.chat("m", HI, top_p=-0.1), r"top_p: must be between 0 and 1"),
-        (lambda gw: gw.chat("m", [{"role": "robot", "content": "x"}]), r"messages\.0\.role: must be one of system, user, assistant"),
+        (
+            lambda gw: gw.chat("m", [{"role": "robot", "content": "x"}]),
+            r"messages\.0\.role: must be one of system, user, assistant",
+        ),
         (lambda gw: gw.chat("m", []), r"messages: must not be empty"),
         (lambda gw: gw.image("i", "cat", size="big"), r"size: must look like WIDTHxHEIGHT"),
         (lambda gw: gw.image("i", "   "), r"prompt: must not be empty"),
@@ -223,7 +252,9 @@ def test_numbers_come_from_the_environment_when_not_given(make, fault, monkeypat
 # -- retries ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario, wait", [("429s", 0.05), ("429ms", 0.03), ("429date", 0.0), ("429long", 0.2)])
+@pytest.mark.parametrize(
+    "scenario, wait", [("429s", 0.05), ("429ms", 0.03), ("429date", 0.0), ("429long", 0.2)]
+)
 def test_rate_limits_wait_what_the_gateway_asks_up_to_the_cap(make, fault, caplog, scenario, wait):
     caplog.set_level(logging.INFO, logger="gatecell")
     gw = make(scenario)
@@ -265,7 +296,9 @@ def test_connection_refused_is_retried_then_raised(caplog):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with Gateway(f"http://127.0.0.1:{port}", KEY, backoff=0.001) as gw:
-        with pytest.raises(APIConnectionError, match=r"^connection error from POST /v1/chat/completions: ConnectError"):
+        with pytest.raises(
+            APIConnectionError, match=r"^connection error from POST /v1/chat/completions: ConnectError"
+        ):
             gw.chat("m", HI)
     assert len(retry_waits(caplog)) == 2
 
@@ -341,12 +374,20 @@ def test_a_json_body_where_a_stream_was_asked(make):
 
 def test_an_sse_body_where_json_was_asked(make):
     reply = make("sse-for-plain").chat("m", HI)
-    assert reply.text == "Hello world" and reply.choices[0].finish_reason == "stop" and reply.usage.total_tokens == 5
+    assert (
+        reply.text == "Hello world"
+        and reply.choices[0].finish_reason == "stop"
+        and reply.usage.total_tokens == 5
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_200_carrying_an_error(make, stream):
-    with pytest.raises(APIError, match=r"^200 from POST /v1/chat/completions: no channel for model under group default \(request id rid-200\)$") as caught:
+    with pytest.raises(
+        APIError,
+        match=r"^200 from POST /v1/chat/completions: no channel for model under group default "
+        r"\(request id rid-200\)$",
+    ) as caught:
         make("error200").chat("m", HI, stream=stream)
     assert caught.value.code == "model_not_found"
 
@@ -358,7 +399,9 @@ def test_native_error_shapes_and_non_json_bodies(make):
     with pytest.raises(NotFoundError, match="models/nope is not found") as caught:
         gw.generate_content("nope", "x")
     assert caught.value.type == "NOT_FOUND"
-    with pytest.raises(ServerError, match=r"^502 from GET /v1/models: <html><body>Bad Gateway</body></html>$"):
+    with pytest.raises(
+        ServerError, match=r"^502 from GET /v1/models: <html><body>Bad Gateway</body></html>$"
+    ):
         make("not-json", max_retries=0).models()
 
 
@@ -366,7 +409,7 @@ def test_interrupting_iteration_closes_the_connection_and_keeps_the_text(make):
     stream = make("keepalive-after").chat("m", HI, stream=True)
     with pytest.raises(KeyboardInterrupt):
         with stream:
-            for fragment in stream:
+            for _fragment in stream:
                 raise KeyboardInterrupt
     assert stream.text == "Hello"
     assert stream._response.is_closed
@@ -408,6 +451,10 @@ def test_model_list_and_patterns_route_without_a_refusal(make, fault):
 def test_redirects_are_followed_unless_the_key_is_in_the_vendor_header(make, fault):
     gw = make("redirect")
     assert "plain" in gw.models()  # same host: followed, with the bearer key
-    with pytest.raises(APIError, match=r"^307 from POST /v1beta/models/g:generateContent: redirect to http://localhost:\d+/\S+ not followed"):
+    with pytest.raises(
+        APIError,
+        match=r"^307 from POST /v1beta/models/g:generateContent: "
+        r"redirect to http://localhost:\d+/\S+ not followed",
+    ):
         gw.generate_content("g", "x")
     assert [r.path for r in fault.requests if r.token == gw.token and r.scenario == "ok"] == ["/v1/models"]

@@ -62,7 +62,9 @@ def test_image_and_speech(gw):
 def test_jobs(gw):
     progress = []
     job = gw.imagine("a castle", wait=True, interval=0.1, on_progress=lambda j: progress.append(j.progress))
-    assert job.status == "succeeded" and job.media[0].data[:4] == b"\x89PNG" and job.media[0].mime == "image/png"
+    assert (
+        job.status == "succeeded" and job.media[0].data[:4] == b"\x89PNG" and job.media[0].mime == "image/png"
+    )
     assert progress[-1] == 100.0 and progress == sorted(progress)
     song = gw.music("a tune", style="jazz", wait=True, interval=0.1)
     assert song.status == "succeeded" and song.media and song.media[0].data
@@ -74,7 +76,9 @@ def test_jobs(gw):
 def test_errors_from_the_gateway(gw):
     with pytest.raises(NotFoundError) as caught:
         gw.chat("no-such-model", HI)
-    assert "\n" not in str(caught.value) and str(caught.value).startswith("404 from POST /v1/chat/completions: ")
+    assert "\n" not in str(caught.value) and str(caught.value).startswith(
+        "404 from POST /v1/chat/completions: "
+    )
 
 
 def test_async_client(local_gateway):

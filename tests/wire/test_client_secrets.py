@@ -9,8 +9,8 @@ import logging
 import traceback
 
 import pytest
-
 from fault_server import KEY
+
 from gatecell.wire.errors import APIError, GatecellError, StreamError
 from gatecell.wire.secret import Secret
 
@@ -57,7 +57,13 @@ def test_a_gateway_echoing_the_key_in_errors(make, caplog):
         lambda gw: gw.models(),
         lambda gw: gw.image("i", "cat"),
     )
-    assert [type(e).__name__ for e in errors] == ["AuthenticationError", "StreamError", "AuthenticationError", "AuthenticationError", "AuthenticationError"]
+    assert [type(e).__name__ for e in errors] == [
+        "AuthenticationError",
+        "StreamError",
+        "AuthenticationError",
+        "AuthenticationError",
+        "AuthenticationError",
+    ]
     assert all(MASKED in str(e) for e in errors)
     assert exposed(*errors) == []
     assert KEY not in caplog.text
@@ -67,7 +73,7 @@ def test_logs_of_ordinary_traffic_and_retries(make, caplog):
     caplog.set_level(logging.DEBUG)
     for scenario in ("ok", "5xx", "429s", "cut"):
         gw = make(scenario)
-        for call in (lambda: gw.chat("m", HI), lambda: list(gw.chat("m", HI, stream=True))):
+        for call in (lambda gw=gw: gw.chat("m", HI), lambda gw=gw: list(gw.chat("m", HI, stream=True))):
             try:
                 call()
             except GatecellError:  # "cut" cuts both
@@ -82,7 +88,19 @@ def test_results_and_streams_show_no_key(make):
     stream.read()
     job = gw.imagine("castle")
     image = gw.image("i", "cat")
-    assert exposed(gw.chat("m", HI), gw.chat("m", HI).meta, stream, stream.meta, job, image, *image.images, gw.models()) == []
+    assert (
+        exposed(
+            gw.chat("m", HI),
+            gw.chat("m", HI).meta,
+            stream,
+            stream.meta,
+            job,
+            image,
+            *image.images,
+            gw.models(),
+        )
+        == []
+    )
 
 
 def test_async_errors_are_masked_too(make):

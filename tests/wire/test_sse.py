@@ -109,10 +109,12 @@ def sse_streams(draw) -> tuple[bytes, list[Event]]:
 
 @settings(max_examples=200, deadline=None)
 @given(stream_and_events=sse_streams(), data=st.data())
-def test_any_split_into_reads_gives_the_same_events(stream_and_events: tuple[bytes, list[Event]], data: st.DataObject):
+def test_any_split_into_reads_gives_the_same_events(
+    stream_and_events: tuple[bytes, list[Event]], data: st.DataObject
+):
     stream, expected = stream_and_events
     assert parse(stream) == expected
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
-    reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
     assert parse(*reads) == parse(stream)
     assert parse(*[stream[i : i + 1] for i in range(len(stream))]) == parse(stream)

@@ -24,7 +24,7 @@ from gatecell.wire.secret import redact
 
 from .auth import OPEN_PREFIXES, credential
 from .config import Config
-from .endpoints import chat, jobs, media, models, native, responses
+from .endpoints import completions, media, media_jobs, models, native, responses
 from .errors import Fail, error_response, format_for
 from .runtime import Runtime
 
@@ -42,14 +42,14 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 def _routes(forward_unknown: bool) -> list[Route]:
     versioned = [
-        ("/v1/chat/completions", chat.completions, ["POST"]),
+        ("/v1/chat/completions", completions.completions, ["POST"]),
         ("/v1/messages", native.messages, ["POST"]),
         ("/v1/responses", responses.responses, ["POST"]),
         ("/v1/images/generations", media.images, ["POST"]),
         ("/v1/audio/speech", media.speech, ["POST"]),
-        ("/v1/videos", jobs.create_video, ["POST"]),
-        ("/v1/videos/{id}", jobs.get_video, ["GET"]),
-        ("/v1/videos/{id}/content", jobs.video_content, ["GET"]),
+        ("/v1/videos", media_jobs.create_video, ["POST"]),
+        ("/v1/videos/{id}", media_jobs.get_video, ["GET"]),
+        ("/v1/videos/{id}/content", media_jobs.video_content, ["GET"]),
         ("/v1/models", models.list_models, ["GET"]),
     ]
     routes = [Route(path, fn, methods=methods) for path, fn, methods in versioned]
@@ -59,10 +59,10 @@ def _routes(forward_unknown: bool) -> list[Route]:
         Route("/v1beta/models/{target:path}", native.generate, methods=["POST"]),
         Route("/v1/models/{target:path}", _model_or_generate, methods=["GET", "POST"]),
         Route("/models/{target:path}", _model_or_generate, methods=["GET", "POST"]),
-        Route("/imgjob/submit/imagine", jobs.submit_imagine, methods=["POST"]),
-        Route("/imgjob/task/{id}/fetch", jobs.fetch_imagine, methods=["GET"]),
-        Route("/musicjob/submit/music", jobs.submit_music, methods=["POST"]),
-        Route("/musicjob/fetch/{id}", jobs.fetch_music, methods=["GET"]),
+        Route("/imgjob/submit/imagine", media_jobs.submit_imagine, methods=["POST"]),
+        Route("/imgjob/task/{id}/fetch", media_jobs.fetch_imagine, methods=["GET"]),
+        Route("/musicjob/submit/music", media_jobs.submit_music, methods=["POST"]),
+        Route("/musicjob/fetch/{id}", media_jobs.fetch_music, methods=["GET"]),
         Route("/files/{name}", media.files, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
     ]
@@ -98,7 +98,7 @@ async def _on_http(request: Request, exc: Exception) -> Response:
     if exc.status_code == 405:
         allowed = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} is not allowed on {path}; use {allowed or 'another method'}"
-        return error_response(path, 405, message, headers=exc.headers)
+        return error_response(path, 405, message, headers=dict(exc.headers or {}))
     if exc.status_code == 404:
         return error_response(path, 404, f"unknown route {request.method} {path}", code="unknown_route")
     return error_response(path, exc.status_code, str(exc.detail))
@@ -118,13 +118,18 @@ class Guard:
         path: str = scope["path"]
         headers = dict(scope["headers"])
         if not path.startswith(OPEN_PREFIXES) and not self.runtime.keys.accept(credential(path, headers)):
-            message = f"missing or invalid API key; send it as {_KEY_HINT.get(format_for(path), _KEY_HINT['openai'])}"
+            hint = _KEY_HINT.get(format_for(path), _KEY_HINT["openai"])
+            message = f"missing or invalid API key; send it as {hint}"
             await error_response(path, 401, message, code="invalid_api_key")(scope, receive, send)
             return
         cap = self.runtime.config.max_body
         declared = headers.get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > cap:
-            status, why = (413, f"request body over the {cap} byte limit") if declared.isdigit() else (400, "bad Content-Length")
+            status, why = (
+                (413, f"request body over the {cap} byte limit")
+                if declared.isdigit()
+                else (400, "bad Content-Length")
+            )
             await error_response(path, status, why)(scope, receive, send)
             return
         started = False
@@ -150,9 +155,9 @@ class Guard:
             trace = redact(traceback.format_exc(), *keys, self.runtime.config.upstream_key)
             log.error("unexpected error on %s %s: %s", scope["method"], path, trace)
             if not started:
-                await error_response(path, 500, f"internal error in the local gateway ({type(exc).__name__})")(
-                    scope, receive, send
-                )
+                await error_response(
+                    path, 500, f"internal error in the local gateway ({type(exc).__name__})"
+                )(scope, receive, send)
 
 
 def create_app(config: Config | None = None, **options: Any) -> Starlette:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gatecell.wire.secret import Secret
@@ -30,15 +31,18 @@ def new_key() -> Secret:
     return Secret("sk-local-" + secrets.token_urlsafe(24))
 
 
-def keys_from(api_keys: str | Secret | list[str | Secret] | tuple | None) -> tuple[Secret, ...]:
+def keys_from(api_keys: str | Secret | Sequence[str | Secret] | None) -> tuple[Secret, ...]:
     """Keys given explicitly, else from GATECELL_LOCAL_KEYS; empty when neither has any."""
     if api_keys is None:
         api_keys = os.environ.get(ENV_KEYS, "")
+    items: Sequence[str | Secret]
     if isinstance(api_keys, (str, Secret)):
         raw = api_keys.reveal() if isinstance(api_keys, Secret) else api_keys
-        api_keys = raw.split(",")
+        items = raw.split(",")
+    else:
+        items = api_keys
     found = []
-    for key in api_keys:
+    for key in items:
         value = (key.reveal() if isinstance(key, Secret) else str(key)).strip()
         if value:
             found.append(Secret(value))

@@ -11,8 +11,9 @@ import asyncio
 import atexit
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from gatecell.wire.secret import Secret
 
@@ -33,7 +34,9 @@ class EmbeddedGateway:
         self._stop()
 
 
-def run_in_thread(app: Any, *, host: str = "127.0.0.1", log_level: str = "warning", timeout: float = 20.0) -> tuple[str, Callable[[], None]]:
+def run_in_thread(
+    app: Any, *, host: str = "127.0.0.1", log_level: str = "warning", timeout: float = 20.0
+) -> tuple[str, Callable[[], None]]:
     """Serve an ASGI app from a daemon thread on a free port; (base_url, stop)."""
     import uvicorn
 
@@ -45,7 +48,6 @@ def run_in_thread(app: Any, *, host: str = "127.0.0.1", log_level: str = "warnin
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, access_log=False, backlog=2048, timeout_keep_alive=30)
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
     failure: list[BaseException] = []
 
     def run() -> None:

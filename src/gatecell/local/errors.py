@@ -45,7 +45,9 @@ _GOOGLE_STATUS = {
 class Fail(Exception):
     """A request the gateway refuses: HTTP status plus a one-line message for the caller."""
 
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -79,7 +81,9 @@ def _body(fmt: str, status: int, message: str, param: str | None, code: str | No
         kind = _ANTHROPIC_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
     if fmt == "google":
-        return {"error": {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INTERNAL")}}
+        return {
+            "error": {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "INTERNAL")}
+        }
     if fmt == "imgjob":
         return {"code": status, "description": message, "result": None, "properties": {}}
     if fmt == "musicjob":
@@ -99,5 +103,8 @@ def error_response(
 ) -> Response:
     body = _body(format_for(path), status, message, param, code)
     return Response(
-        json.dumps(body, ensure_ascii=False), status_code=status, media_type="application/json", headers=headers
+        json.dumps(body, ensure_ascii=False),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
     )

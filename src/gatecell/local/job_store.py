@@ -1,11 +1,10 @@
-"""Job-style tasks (video, imagine, music) and the media files they produce.
+"""Job-style tasks (video, imagine, music): submitted, rendered in the background, polled.
 
 A job renders in a worker thread as soon as it is submitted, while its visible state advances
 with time: a job is pending, then queued, then running with a rising progress, and it
 completes once both its nominal duration (the `job_seconds` option) has passed and the render
 has finished. The pace is thus the same on a fast or a slow machine, and tests can make it
-short. Results live in a bounded in-memory `MediaStore` served under ``/files/<token>``: the
-token is unguessable, so the URL itself is the credential, as a browser ``<img src>`` needs.
+short. Results go to the `MediaStore`.
 """
 
 from __future__ import annotations
@@ -14,45 +13,20 @@ import asyncio
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
-import anyio
-import anyio.to_thread
+from .media_store import MediaStore
+from .render import render_in_thread
 
-__all__ = ["Job", "JobStore", "MediaStore", "Phase", "render_in_thread"]
+__all__ = ["JobRecord", "JobStore", "Phase"]
 
 Phase = Literal["pending", "queued", "running", "done", "failed"]
 
-# Renders are CPU-bound; two at a time keep the event loop responsive on a small machine.
-_RENDERS = anyio.CapacityLimiter(2)
-
-
-async def render_in_thread(fn: Callable[..., bytes], *args: Any) -> bytes:
-    """Run a (heavy, blocking) renderer off the event loop."""
-    return await anyio.to_thread.run_sync(fn, *args, limiter=_RENDERS)
-
-
-class MediaStore:
-    """Generated files by unguessable name; the oldest are dropped beyond `limit`."""
-
-    def __init__(self, limit: int = 256) -> None:
-        self._files: OrderedDict[str, tuple[bytes, str]] = OrderedDict()
-        self._limit = limit
-
-    def put(self, data: bytes, mime: str, ext: str) -> str:
-        name = f"{secrets.token_urlsafe(18)}.{ext}"
-        self._files[name] = (data, mime)
-        while len(self._files) > self._limit:
-            self._files.popitem(last=False)
-        return name
-
-    def get(self, name: str) -> tuple[bytes, str] | None:
-        return self._files.get(name)
-
 
 @dataclass
-class Job:
+class JobRecord:
     id: str
     kind: str
     prompt: str
@@ -84,7 +58,7 @@ class JobStore:
     def __init__(self, job_seconds: float, media: MediaStore, limit: int = 1000) -> None:
         self.job_seconds = job_seconds
         self.media = media
-        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._jobs: OrderedDict[str, JobRecord] = OrderedDict()
         self._limit = limit
         self._tasks: set[asyncio.Task] = set()
 
@@ -98,8 +72,8 @@ class JobStore:
         ext: str,
         prefix: str = "",
         meta: dict[str, Any] | None = None,
-    ) -> Job:
-        job = Job(
+    ) -> JobRecord:
+        job = JobRecord(
             id=prefix + secrets.token_hex(12),
             kind=kind,
             prompt=prompt,
@@ -115,7 +89,7 @@ class JobStore:
         task.add_done_callback(self._tasks.discard)
         return job
 
-    async def _run(self, job: Job, render: Callable[[], bytes], mime: str, ext: str) -> None:
+    async def _run(self, job: JobRecord, render: Callable[[], bytes], mime: str, ext: str) -> None:
         try:
             data = await render_in_thread(render)
         except Exception as exc:  # a failed render is a failed job, reported when polled
@@ -124,6 +98,6 @@ class JobStore:
             job.file = self.media.put(data, mime, ext)
         job.finished = time.time()
 
-    def get(self, kind: str, job_id: str) -> Job | None:
+    def get(self, kind: str, job_id: str) -> JobRecord | None:
         job = self._jobs.get(job_id)
         return job if job is not None and job.kind == kind else None

@@ -57,5 +57,7 @@ def endpoint_error(model: LocalModel, endpoint: str) -> str | None:
         return None
     where = " or ".join(model.endpoints)
     if model.endpoints == (RESPONSES,):
-        return f"model {model.id} is a reasoning model and is only supported on /v1/responses, not on {endpoint}"
+        return (
+            f"model {model.id} is a reasoning model and is only supported on /v1/responses, not on {endpoint}"
+        )
     return f"model {model.id} is not supported on {endpoint}; use {where}"

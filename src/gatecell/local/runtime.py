@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from .auth import Keys
 from .config import Config
-from .jobs import JobStore, MediaStore
+from .job_store import JobStore
+from .media_store import MediaStore
 from .upstream import Upstream
 
 __all__ = ["Runtime"]

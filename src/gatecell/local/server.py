@@ -52,7 +52,12 @@ def serve(
     from .app import create_app
 
     config = Config.create(
-        api_keys, pace=pace, job_seconds=job_seconds, max_body=max_body, upstream=upstream, upstream_key_env=upstream_key_env
+        api_keys,
+        pace=pace,
+        job_seconds=job_seconds,
+        max_body=max_body,
+        upstream=upstream,
+        upstream_key_env=upstream_key_env,
     )
     shown = f"http://{'localhost' if host in ('0.0.0.0', '::') else host}:{port}"
     print(f"gatecell: local gateway at {shown} (clients use {shown}/v1)", file=sys.stderr)

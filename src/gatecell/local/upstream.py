@@ -14,11 +14,11 @@ import asyncio
 import json
 import logging
 import ssl
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from gatecell.wire.secret import Secret
@@ -123,16 +123,17 @@ class _Answer:
             self._upstream._give_back(conn, reusable=done and self._reusable)
 
 
-class _Relay:
+class _Relay(Response):
     """A whole upstream body as an ASGI response, its headers passed through as they came."""
 
     def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
+        self.status_code = status
+        self.raw_headers = headers
         self.body = body
+        self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         await send({"type": "http.response.body", "body": self.body})
 
 
@@ -171,9 +172,13 @@ class Upstream:
             return [(b"x-api-key", self._key), (b"authorization", b"Bearer " + self._key)]
         return [(b"authorization", b"Bearer " + self._key)]
 
-    async def send(self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> _Answer:
+    async def send(
+        self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> _Answer:
         """Send one request; a kept-alive connection the upstream closed meanwhile is retried once."""
-        head = [b"%s %s%s HTTP/1.1\r\nhost: %s\r\n" % (method.encode(), self._prefix, target, self._host_header)]
+        head = [
+            b"%s %s%s HTTP/1.1\r\nhost: %s\r\n" % (method.encode(), self._prefix, target, self._host_header)
+        ]
         head += [b"%s: %s\r\n" % pair for pair in headers]
         if body or method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
             head.append(b"content-length: %d\r\n" % len(body))
@@ -184,7 +189,8 @@ class Upstream:
                 conn = self._idle.pop()
             else:
                 conn = await asyncio.wait_for(
-                    asyncio.open_connection(self._host, self._port, ssl=self._ssl, limit=_READ), _CONNECT_TIMEOUT
+                    asyncio.open_connection(self._host, self._port, ssl=self._ssl, limit=_READ),
+                    _CONNECT_TIMEOUT,
                 )
             answer = _Answer(self, conn)
             try:
@@ -203,7 +209,7 @@ class Upstream:
                 answer.release()
                 raise
 
-    async def forward(self, request: Request, body: bytes | None = None) -> _Relay | StreamingResponse:
+    async def forward(self, request: Request, body: bytes | None = None) -> Response:
         """Send `request` (with `body`, the bytes already read) upstream; relay the answer."""
         if body is None:
             body = await request.body()
@@ -215,7 +221,13 @@ class Upstream:
         headers += self._credentials(scope["path"])
         try:
             answer = await self.send(scope["method"], target, headers, body)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, asyncio.LimitOverrunError) as exc:
+        except (
+            OSError,
+            asyncio.TimeoutError,
+            asyncio.IncompleteReadError,
+            ValueError,
+            asyncio.LimitOverrunError,
+        ) as exc:
             log.warning("upstream %s unreachable: %s", self.base_url, type(exc).__name__)
             raise Fail(502, f"upstream gateway unreachable ({type(exc).__name__})") from None
         out_headers = [(n, v) for n, v in answer.headers if n not in _DROP_RESPONSE]
@@ -237,10 +249,18 @@ class Upstream:
     async def models(self) -> list[dict]:
         """Upstream's model entries, or [] when it cannot be listed."""
         try:
-            answer = await self.send("GET", b"/v1/models", [(b"accept", b"application/json"), *self._credentials("")], b"")
+            answer = await self.send(
+                "GET", b"/v1/models", [(b"accept", b"application/json"), *self._credentials("")], b""
+            )
             data = b"".join([chunk async for chunk in answer.body()])
             listed = json.loads(data).get("data") if answer.status == 200 else None
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, AttributeError) as exc:
+        except (
+            OSError,
+            asyncio.TimeoutError,
+            asyncio.IncompleteReadError,
+            ValueError,
+            AttributeError,
+        ) as exc:
             log.warning("could not list upstream models: %s", type(exc).__name__)
             return []
         if not isinstance(listed, list):

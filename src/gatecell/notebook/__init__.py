@@ -95,7 +95,11 @@ def _keep_questions(lines: list[str]) -> list[str]:
     out = []
     for line in lines:
         match = _QUESTION.match(line)
-        out.append(f"get_ipython().run_line_magic({match.group(1)!r}, {match.group(2).strip()!r})\n" if match else line)
+        out.append(
+            f"get_ipython().run_line_magic({match.group(1)!r}, {match.group(2).strip()!r})\n"
+            if match
+            else line
+        )
     return out
 
 

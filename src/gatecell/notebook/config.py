@@ -61,7 +61,9 @@ def _from_env(name: str) -> Any:
 class Gatecell(Configurable):
     """Defaults for gatecell's magics (``%config Gatecell`` lists them)."""
 
-    base_url = Unicode(help="Gateway root address; empty: GATECELL_BASE_URL/OPENAI_BASE_URL, else the local gateway.").tag(config=True)
+    base_url = Unicode(
+        help="Gateway root address; empty: GATECELL_BASE_URL/OPENAI_BASE_URL, else the local gateway."
+    ).tag(config=True)
     model = Unicode(help="Chat model of %%chat.").tag(config=True)
     reasoning_model = Unicode(help="Model of %%reason.").tag(config=True)
     image_model = Unicode(help="Model of %%image.").tag(config=True)
@@ -69,14 +71,24 @@ class Gatecell(Configurable):
     voice = Unicode(help="Voice of %%speak.").tag(config=True)
     video_model = Unicode(help="Model of %%video.").tag(config=True)
     music_style = Unicode(help="Default style of %%music (empty: none).").tag(config=True)
-    image_size = Unicode(help="Default size of %%image, WIDTHxHEIGHT (empty: the gateway's).").tag(config=True)
+    image_size = Unicode(help="Default size of %%image, WIDTHxHEIGHT (empty: the gateway's).").tag(
+        config=True
+    )
     system = Unicode(help="System prompt of new conversations (empty: none).").tag(config=True)
-    api = CaselessStrEnum(["chat", "messages", "generate-content", "responses"], help="Wire format of %%chat.").tag(config=True)
+    api = CaselessStrEnum(
+        ["chat", "messages", "generate-content", "responses"], help="Wire format of %%chat."
+    ).tag(config=True)
     footer = Bool(help="Show a one-line provenance footer under every output.").tag(config=True)
     debug = Bool(help="Show full tracebacks instead of one-line errors.").tag(config=True)
-    output = CaselessStrEnum(["auto", "rich", "text"], help="rich: live displays; text: plain stdout; auto: rich in a kernel.").tag(config=True)
-    update_interval = Float(help="Minimum seconds between two live updates of a streaming reply.").tag(config=True)
-    video_embed_limit = Int(help="Videos up to this many bytes are embedded; larger ones are saved to media_dir.").tag(config=True)
+    output = CaselessStrEnum(
+        ["auto", "rich", "text"], help="rich: live displays; text: plain stdout; auto: rich in a kernel."
+    ).tag(config=True)
+    update_interval = Float(help="Minimum seconds between two live updates of a streaming reply.").tag(
+        config=True
+    )
+    video_embed_limit = Int(
+        help="Videos up to this many bytes are embedded; larger ones are saved to media_dir."
+    ).tag(config=True)
     media_dir = Unicode(help="Folder for media too large to embed.").tag(config=True)
     job_timeout = Float(help="Seconds a job-style magic waits before giving up.").tag(config=True)
 

@@ -121,7 +121,9 @@ class LiveMarkdown:
     ``updates`` counts the display messages sent, for tests and benchmarks.
     """
 
-    def __init__(self, *, rich: bool | None = None, interval: float = 0.1, out: IO[str] | None = None) -> None:
+    def __init__(
+        self, *, rich: bool | None = None, interval: float = 0.1, out: IO[str] | None = None
+    ) -> None:
         self.rich = rich_output() if rich is None else rich
         self.interval = interval
         self.text = ""
@@ -293,7 +295,11 @@ def show_media(
     display(media_bundle(data, mime, **bundle_options), raw=True, metadata=_meta(prov))
     if footer and prov:
         line = footer_text(prov)
-        display({"text/markdown": f"<sub>{html.escape(line)}</sub>", "text/plain": f"-- {line}"}, raw=True, metadata=_meta(prov))
+        display(
+            {"text/markdown": f"<sub>{html.escape(line)}</sub>", "text/plain": f"-- {line}"},
+            raw=True,
+            metadata=_meta(prov),
+        )
 
 
 # -- progress ----------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
@@ -40,20 +41,34 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Ask a reasoning model through /v1/responses (no conversation memory).",
         ("model", "effort", "max_tokens", "no_stream"),
     ),
-    "image": ("Generate an image (/v1/images/generations); it is embedded in the output.", ("model", "size", "save")),
-    "speak": ("Text to speech (/v1/audio/speech); the audio is embedded in the output.", ("model", "voice", "format", "autoplay", "save")),
+    "image": (
+        "Generate an image (/v1/images/generations); it is embedded in the output.",
+        ("model", "size", "save"),
+    ),
+    "speak": (
+        "Text to speech (/v1/audio/speech); the audio is embedded in the output.",
+        ("model", "voice", "format", "autoplay", "save"),
+    ),
     "imagine": ("Job-style image generation: submit, show progress, show the images.", ("no_wait", "save")),
-    "video": ("Generate a video (a job): submit, show progress, show the video.", ("model", "no_wait", "autoplay", "save")),
-    "music": ("Job-style music generation: submit, show progress, show the tracks.", ("style", "no_wait", "autoplay", "save")),
+    "video": (
+        "Generate a video (a job): submit, show progress, show the video.",
+        ("model", "no_wait", "autoplay", "save"),
+    ),
+    "music": (
+        "Job-style music generation: submit, show progress, show the tracks.",
+        ("style", "no_wait", "autoplay", "save"),
+    ),
 }
 
 PARSERS: dict[str, MagicParser] = {}
 
 HELP = """gatecell magics (each takes --help):
-  %%chat     chat; streams live; conversation memory (-c NAME, --new); --api chat|messages|generate-content|responses
+  %%chat     chat; streams live; conversation memory (-c NAME, --new);
+             --api chat|messages|generate-content|responses
   %%reason   a reasoning model through /v1/responses (--effort)
   %%image    image generation            %%speak   text to speech (-v VOICE, --autoplay, --save PATH)
-  %%imagine  job-style image generation  %%video   video generation (a job)   %%music  job-style music (--style)
+  %%imagine  job-style image generation  %%video   video generation (a job)
+  %%music    job-style music (--style)
   Line forms work too: %chat what is 2+2?
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | job ID [--kind K] | help
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -83,7 +98,9 @@ def _gatecell_parser() -> MagicParser:
         s.add_argument("--all", action="store_true", help=f"{what} every conversation")
     job = sub.add_parser("job", help="pick up a job submitted with --no-wait")
     job.add_argument("id", help="the job id")
-    job.add_argument("--kind", choices=("imagine", "video", "music"), help="needed if this kernel did not submit it")
+    job.add_argument(
+        "--kind", choices=("imagine", "video", "music"), help="needed if this kernel did not submit it"
+    )
     for opt in ("save", "autoplay", "out", "footer", "debug"):
         flags, kw = OPTIONS[opt]
         job.add_argument(*flags, dest=opt, **kw)
@@ -98,6 +115,12 @@ class GatecellMagics(Magics):
     def __init__(self, shell: Any, session: NotebookSession) -> None:
         super().__init__(shell)
         self.session = session
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        """The notebook's variables."""
+        assert self.shell is not None
+        return self.shell.user_ns
 
     @property
     def defaults(self) -> Any:
@@ -123,7 +146,9 @@ class GatecellMagics(Magics):
     music = _magic("music")
     del _magic
 
-    def _run(self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, str], Any]) -> Any:
+    def _run(
+        self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, str], Any]
+    ) -> Any:
         try:
             ns, prompt = parse(parser(name), line, cell)
         except HelpShown:
@@ -135,7 +160,7 @@ class GatecellMagics(Magics):
         if not ns.no_interpolate:
             from .template import interpolate
 
-            prompt = interpolate(prompt, self.shell.user_ns)
+            prompt = interpolate(prompt, self.namespace)
         ns.footer = ns.footer or self.defaults.footer
         return self._guard(ns, lambda: handler(ns, prompt.strip()))
 
@@ -146,7 +171,7 @@ class GatecellMagics(Magics):
         try:
             value = call()
         except (GatecellError, Interrupted) as exc:
-            exc.gatecell_debug = ns.debug  # type: ignore[attr-defined]
+            setattr(exc, "gatecell_debug", ns.debug)  # noqa: B010 - read back by the error handler
             raise
         except KeyboardInterrupt:  # before anything arrived: nothing to keep
             raise Interrupted("interrupted before the gateway answered") from None
@@ -155,7 +180,7 @@ class GatecellMagics(Magics):
 
     def _store(self, ns: argparse.Namespace, value: Any) -> None:
         if getattr(ns, "out", None):
-            self.shell.user_ns[ns.out] = value
+            self.namespace[ns.out] = value
 
     # -- conversation --------------------------------------------------------------------
 
@@ -169,13 +194,27 @@ class GatecellMagics(Magics):
         elif self.defaults.system and not conv.turns:
             conv.set_system(self.defaults.system)
         model = ns.model or self.defaults.model
-        return self._converse(ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv)
+        return self._converse(
+            ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
+        )
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
         model = ns.model or self.defaults.reasoning_model
-        return self._converse(ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort)
+        return self._converse(
+            ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort
+        )
 
-    def _converse(self, ns: argparse.Namespace, prompt: str, messages: list[dict[str, str]], model: str, api: str, *, conv: Any = None, effort: str | None = None) -> Any:
+    def _converse(
+        self,
+        ns: argparse.Namespace,
+        prompt: str,
+        messages: list[dict[str, str]],
+        model: str,
+        api: str,
+        *,
+        conv: Any = None,
+        effort: str | None = None,
+    ) -> Any:
         from gatecell.wire.errors import StreamError
 
         from .display import LiveMarkdown, provenance, rich_output
@@ -196,13 +235,19 @@ class GatecellMagics(Magics):
                 error = exc
             text, reasoning, usage = result.text, result.reasoning, result.usage
         else:
-            text, reasoning, usage = _reply_text(result), getattr(result, "reasoning", None), getattr(result, "usage", None)
+            text, reasoning, usage = (
+                _reply_text(result),
+                getattr(result, "reasoning", None),
+                getattr(result, "usage", None),
+            )
         meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
         prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage)
         note = None
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
-            note = f"{what}: partial reply" + (f", kept in conversation '{conv.name}'" if conv is not None and text else "")
+            note = f"{what}: partial reply" + (
+                f", kept in conversation '{conv.name}'" if conv is not None and text else ""
+            )
         aside = ("Reasoning summary", reasoning) if reasoning else None
         live.finish(text, prov=prov, footer=ns.footer, note=note, aside=aside)
         if conv is not None and (text or error is None):
@@ -244,8 +289,14 @@ class GatecellMagics(Magics):
             data = item.data
             mime = item.mime or sniff_mime(data)
             show_media(
-                data, mime, prov=prov, footer=ns.footer, autoplay=getattr(ns, "autoplay", False) and i == 0,
-                embed_limit=self.defaults.video_embed_limit, media_dir=self.defaults.media_dir, name=f"{name}-{i}",
+                data,
+                mime,
+                prov=prov,
+                footer=ns.footer,
+                autoplay=getattr(ns, "autoplay", False) and i == 0,
+                embed_limit=self.defaults.video_embed_limit,
+                media_dir=self.defaults.media_dir,
+                name=f"{name}-{i}",
             )
             if ns.save:
                 _save(ns.save, i, len(media), data)
@@ -255,7 +306,11 @@ class GatecellMagics(Magics):
     def _unrecognised(self, what: str, raw: Any, prov: dict[str, Any]) -> None:
         from .display import show_markdown
 
-        body = json.dumps(raw, indent=2, default=str)[:4000] if not isinstance(raw, bytes) else f"{len(raw)} bytes"
+        body = (
+            json.dumps(raw, indent=2, default=str)[:4000]
+            if not isinstance(raw, bytes)
+            else f"{len(raw)} bytes"
+        )
         show_markdown(f"*{what}; the gateway sent:*\n\n```json\n{body}\n```", prov=prov)
 
     # -- jobs ----------------------------------------------------------------------------
@@ -267,7 +322,9 @@ class GatecellMagics(Magics):
         return self._submit(ns, lambda gw: gw.video(ns.model or self.defaults.video_model, prompt))
 
     def _music(self, ns: argparse.Namespace, prompt: str) -> Any:
-        return self._submit(ns, lambda gw: gw.music(prompt, style=ns.style or self.defaults.music_style or None))
+        return self._submit(
+            ns, lambda gw: gw.music(prompt, style=ns.style or self.defaults.music_style or None)
+        )
 
     def _submit(self, ns: argparse.Namespace, submit: Callable[[Any], Any]) -> Any:
         job = submit(self.session.gateway)
@@ -286,7 +343,9 @@ class GatecellMagics(Magics):
 
         bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
         try:
-            job = self.session.gateway.wait(job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.defaults.job_timeout)
+            job = self.session.gateway.wait(
+                job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.defaults.job_timeout
+            )
         except KeyboardInterrupt:
             bar.close("stopped waiting")
             raise Interrupted(f"stopped waiting; the job goes on: %gatecell job {job.id}") from None
@@ -300,7 +359,9 @@ class GatecellMagics(Magics):
         if job.media:
             self._show_all(ns, job.media, prov, f"{job.kind}-{job.id}")
         else:
-            self._unrecognised(f"{job.kind} job {job.id} succeeded but no media was recognised", job.raw, prov)
+            self._unrecognised(
+                f"{job.kind} job {job.id} succeeded but no media was recognised", job.raw, prov
+            )
         return finished_job(job)
 
     # -- %gatecell ------------------------------------------------------------------------
@@ -333,7 +394,9 @@ class GatecellMagics(Magics):
 
         settings = {**self.session.describe(), **self.defaults.summary()}
         rows = ["| setting | value |", "|---|---|"] + [f"| {k} | `{v!r}` |" for k, v in settings.items()]
-        show_markdown("\n".join(rows) + "\n\nChange with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`.")
+        show_markdown(
+            "\n".join(rows) + "\n\nChange with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`."
+        )
 
     def _cmd_key(self, ns: argparse.Namespace) -> None:
         import getpass
@@ -353,7 +416,11 @@ class GatecellMagics(Magics):
         memory = self.session.memory
         names = list(memory.conversations) if ns.all else [n for n in [ns.name] if n in memory.conversations]
         if not names:
-            print("no conversation yet" if ns.all or ns.name == "default" else f"no conversation named {ns.name!r}")
+            print(
+                "no conversation yet"
+                if ns.all or ns.name == "default"
+                else f"no conversation named {ns.name!r}"
+            )
             return
         show_markdown("\n\n---\n\n".join(memory.get(n).markdown() for n in names))
 
@@ -364,28 +431,44 @@ class GatecellMagics(Magics):
     def _resume(self, ns: argparse.Namespace) -> Any:
         kind = ns.kind or self.session.jobs.get(ns.id)
         if kind is None:
-            raise UsageError(f"%gatecell job: this kernel did not submit {ns.id!r}; say which it is with --kind imagine|video|music")
+            raise UsageError(
+                f"%gatecell job: this kernel did not submit {ns.id!r}; "
+                "say which it is with --kind imagine|video|music"
+            )
         job = self.session.gateway.job(kind, ns.id)
         self.session.jobs[ns.id] = kind
         return self._follow(ns, job)
 
 
-def _send(gw: Any, api: str, model: str, messages: list[dict[str, str]], ns: argparse.Namespace, *, stream: bool, effort: str | None) -> Any:
+def _send(
+    gw: Any,
+    api: str,
+    model: str,
+    messages: list[dict[str, str]],
+    ns: argparse.Namespace,
+    *,
+    stream: bool,
+    effort: str | None,
+) -> Any:
     """One conversation request in the chosen wire format (a reply, or a stream)."""
     temperature, top_p = getattr(ns, "temperature", None), getattr(ns, "top_p", None)
     max_tokens = getattr(ns, "max_tokens", None)
     sampling = {k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
     system = [m["content"] for m in messages if m["role"] == "system"]
     turns = [m for m in messages if m["role"] != "system"]
+    extra: dict[str, Any]
     if api == "chat":
         return gw.chat(model=model, messages=messages, max_tokens=max_tokens, stream=stream, **sampling)
     if api == "messages":
         extra = {"system": "\n\n".join(system)} if system else {}
         return gw.messages(model, turns, max_tokens=max_tokens or 1024, stream=stream, **sampling, **extra)
     if api == "generate-content":
-        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]} for m in turns]
+        contents = [
+            {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+            for m in turns
+        ]
         config = {"temperature": temperature, "topP": top_p, "maxOutputTokens": max_tokens}
-        extra: dict[str, Any] = {"generationConfig": {k: v for k, v in config.items() if v is not None}}
+        extra = {"generationConfig": {k: v for k, v in config.items() if v is not None}}
         if system:
             extra["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         return gw.generate_content(model, contents, stream=stream, **extra)

@@ -35,9 +35,13 @@ class Conversation:
 
     def messages(self, prompt: str) -> list[dict[str, str]]:
         """The history plus the new user prompt, in the wire's message form (SPEC 2.2)."""
-        return [{"role": t.role, "content": t.content} for t in self.turns] + [{"role": "user", "content": prompt}]
+        return [{"role": t.role, "content": t.content} for t in self.turns] + [
+            {"role": "user", "content": prompt}
+        ]
 
-    def add(self, prompt: str, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None) -> None:
+    def add(
+        self, prompt: str, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None
+    ) -> None:
         self.turns.append(Turn("user", prompt))
         self.turns.append(Turn("assistant", reply, partial=partial, prov=prov or {}))
 

@@ -13,39 +13,74 @@ apostrophes and quotes in it need no escaping.
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import shlex
 from typing import Any
 
 from IPython.core.error import UsageError
 
-__all__ = ["HelpShown", "MagicParser", "OPTIONS", "COMMON", "parser_for", "split_line", "parse", "parse_words", "check_ranges"]
+__all__ = [
+    "HelpShown",
+    "MagicParser",
+    "OPTIONS",
+    "COMMON",
+    "parser_for",
+    "split_line",
+    "parse",
+    "parse_words",
+    "check_ranges",
+]
 
 API_CHOICES = ("chat", "messages", "generate-content", "responses")
 
 # name -> (flags, argparse keywords)
 OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "model": (("-m", "--model"), {"metavar": "MODEL", "help": "model id (default: %%config Gatecell)"}),
-    "temperature": (("-t", "--temperature"), {"type": float, "metavar": "T", "help": "sampling temperature, 0 to 2"}),
+    "temperature": (
+        ("-t", "--temperature"),
+        {"type": float, "metavar": "T", "help": "sampling temperature, 0 to 2"},
+    ),
     "top_p": (("--top-p",), {"type": float, "metavar": "P", "help": "nucleus sampling, 0 to 1"}),
     "max_tokens": (("--max-tokens",), {"type": int, "metavar": "N", "help": "maximum tokens to generate"}),
     "system": (("-s", "--system"), {"metavar": "TEXT", "help": "system prompt of the conversation"}),
-    "conversation": (("-c", "--conversation"), {"metavar": "NAME", "default": "default", "help": "named conversation (default: the notebook's)"}),
+    "conversation": (
+        ("-c", "--conversation"),
+        {"metavar": "NAME", "default": "default", "help": "named conversation (default: the notebook's)"},
+    ),
     "new": (("--new",), {"action": "store_true", "help": "start the conversation afresh"}),
-    "no_stream": (("--no-stream",), {"action": "store_true", "help": "wait for the whole reply instead of streaming"}),
-    "api": (("--api",), {"choices": API_CHOICES, "help": "wire format (default chat; reasoning models go to responses by themselves)"}),
+    "no_stream": (
+        ("--no-stream",),
+        {"action": "store_true", "help": "wait for the whole reply instead of streaming"},
+    ),
+    "api": (
+        ("--api",),
+        {
+            "choices": API_CHOICES,
+            "help": "wire format (default chat; reasoning models go to responses by themselves)",
+        },
+    ),
     "effort": (("--effort",), {"metavar": "LEVEL", "help": "reasoning effort, e.g. low, medium, high"}),
     "size": (("--size",), {"metavar": "WxH", "help": "image size, e.g. 1024x1024"}),
     "voice": (("-v", "--voice"), {"metavar": "VOICE", "help": "voice name"}),
     "format": (("--format",), {"metavar": "FMT", "help": "audio format (wav, mp3, ...)"}),
     "autoplay": (("--autoplay",), {"action": "store_true", "help": "start playing at once"}),
     "style": (("--style",), {"metavar": "STYLE", "help": "music style"}),
-    "no_wait": (("--no-wait",), {"action": "store_true", "help": "submit, print the job id and return it; resume with %%gatecell job ID"}),
+    "no_wait": (
+        ("--no-wait",),
+        {
+            "action": "store_true",
+            "help": "submit, print the job id and return it; resume with %%gatecell job ID",
+        },
+    ),
     "save": (("--save",), {"metavar": "PATH", "help": "also write the result to this file"}),
     "out": (("-o", "--out"), {"metavar": "VAR", "help": "store the result in this variable"}),
     "footer": (("--footer",), {"action": "store_true", "help": "show a provenance line under the output"}),
     "debug": (("--debug",), {"action": "store_true", "help": "show the full traceback of an error"}),
-    "no_interpolate": (("--no-interpolate",), {"action": "store_true", "help": "do not fill {name} from the notebook's variables"}),
+    "no_interpolate": (
+        ("--no-interpolate",),
+        {"action": "store_true", "help": "do not fill {name} from the notebook's variables"},
+    ),
 }
 
 COMMON = ("out", "footer", "debug", "no_interpolate")
@@ -71,14 +106,17 @@ class MagicParser(argparse.ArgumentParser):
         raise HelpShown
 
 
-def parser_for(prog: str, description: str, names: tuple[str, ...], *, prompt: str | None = "PROMPT") -> MagicParser:
+def parser_for(
+    prog: str, description: str, names: tuple[str, ...], *, prompt: str | None = "PROMPT"
+) -> MagicParser:
     """A parser for magic ``prog`` with the named options of `OPTIONS` (plus `COMMON`)."""
     p = MagicParser(prog=prog, description=description, allow_abbrev=False, add_help=True)
     for name in (*names, *COMMON):
         flags, kw = OPTIONS[name]
         p.add_argument(*flags, dest=name, **kw)
     if prompt:
-        p.epilog = f"The cell body is the {prompt.lower()}; as a line magic, the {prompt.lower()} follows the options."
+        what = prompt.lower()
+        p.epilog = f"The cell body is the {what}; as a line magic, the {what} follows the options."
     return p
 
 
@@ -92,13 +130,14 @@ def _refuse_keys(token: str) -> None:
 
 def split_line(line: str, parser: argparse.ArgumentParser) -> tuple[list[str], str]:
     """Split a magic line into option words and the verbatim rest (the line-form prompt)."""
-    lex = shlex.shlex(line, posix=True)
+    source = io.StringIO(line)
+    lex = shlex.shlex(source, posix=True)
     lex.whitespace_split = True
     lex.commenters = ""
     argv: list[str] = []
     expect_value = False
     while True:
-        pos = lex.instream.tell()
+        pos = source.tell()
         try:
             token = lex.get_token()
         except ValueError as exc:  # an unclosed quote
@@ -113,12 +152,12 @@ def split_line(line: str, parser: argparse.ArgumentParser) -> tuple[list[str], s
             expect_value = False
             continue
         if token == "--":
-            return argv, line[lex.instream.tell() :].strip()
+            return argv, line[source.tell() :].strip()
         if not _OPTION.match(token):
             return argv, line[pos:].strip()
         _refuse_keys(token)
         argv.append(token)
-        action = parser._option_string_actions.get(token)  # noqa: SLF001 - argparse has no public lookup
+        action = parser._option_string_actions.get(token)
         expect_value = action is not None and action.nargs != 0 and "=" not in token
 
 
@@ -143,7 +182,9 @@ def parse(parser: MagicParser, line: str, cell: str | None) -> tuple[argparse.Na
     ns = parser.parse_args(argv)
     check_ranges(ns)
     if cell is not None and rest:
-        raise UsageError(f"{parser.prog}: unexpected text on the magic line: {rest!r} (the prompt goes in the cell)")
+        raise UsageError(
+            f"{parser.prog}: unexpected text on the magic line: {rest!r} (the prompt goes in the cell)"
+        )
     return ns, (cell if cell is not None else rest)
 
 

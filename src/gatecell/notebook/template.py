@@ -26,7 +26,7 @@ _FORMATTER = string.Formatter()
 
 
 def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """Fill ``{name}`` fields of ``text`` from ``namespace``; raise a one-line `UsageError` for a missing name."""
+    """Fill ``{name}`` fields of ``text`` from ``namespace``; a missing name is a one-line `UsageError`."""
 
     def fill(match: re.Match[str]) -> str:
         token = match.group(0)

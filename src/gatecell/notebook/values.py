@@ -50,7 +50,17 @@ class Text(_Shown, str):
     """A reply's text. ``.partial`` is True when the stream was cut or interrupted;
     ``.prov`` holds its provenance; ``.reasoning`` a reasoning summary if one came."""
 
-    def __new__(cls, text: str, prov: dict[str, Any] | None = None, *, partial: bool = False, reasoning: str | None = None) -> Text:
+    partial: bool
+    reasoning: str | None
+
+    def __new__(
+        cls,
+        text: str,
+        prov: dict[str, Any] | None = None,
+        *,
+        partial: bool = False,
+        reasoning: str | None = None,
+    ) -> Text:
         self = super().__new__(cls, text)
         self.prov = prov or {}
         self.partial = partial
@@ -66,6 +76,8 @@ class MediaBytes(_Shown, bytes):
 
     ``open(path, "wb").write(value)`` saves them; displaying the value embeds them.
     """
+
+    mime: str
 
     def __new__(cls, data: bytes, mime: str, prov: dict[str, Any] | None = None) -> MediaBytes:
         self = super().__new__(cls, data)

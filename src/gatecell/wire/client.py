@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, Iterable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -21,10 +22,18 @@ import httpx
 from gatecell import __version__
 
 from . import schemas
-from .dialects import ChatDecoder, Decoder, GenerateContentDecoder, MessagesDecoder, ResponsesDecoder, BodyDecoder
 from .deadline import DEADLINE, CappedTransport
+from .decoders import (
+    BodyDecoder,
+    ChatDecoder,
+    Decoder,
+    GenerateContentDecoder,
+    MessagesDecoder,
+    ResponsesDecoder,
+)
+from .error_mapping import body_error, connection_error, json_body
 from .errors import APIError, ConfigError, InvalidRequest
-from .exchange import Call, Program, Read, Send, Sleep, body_error, connection_error, exchange, json_body, logger
+from .exchange import Call, Program, Read, Send, Sleep, exchange, logger
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
 from .retry import RetryPolicy
@@ -34,7 +43,16 @@ from .secret import Secret
 from .settings import ENV_BASE_URL, env_number, resolve
 from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream, Closing, TextStream
 
-__all__ = ["Gateway", "AsyncGateway", "ChatStream", "AsyncChatStream", "TextStream", "AsyncTextStream", "JobPaths", "logger"]
+__all__ = [
+    "Gateway",
+    "AsyncGateway",
+    "ChatStream",
+    "AsyncChatStream",
+    "TextStream",
+    "AsyncTextStream",
+    "JobPaths",
+    "logger",
+]
 
 _USER_AGENT = f"gatecell/{__version__}"
 _JSON = ("application/json",)
@@ -141,9 +159,9 @@ class _Endpoints:
         connect_timeout = env_number(connect_timeout, "GATECELL_CONNECT_TIMEOUT", 5.0)
         stream_idle_timeout = env_number(stream_idle_timeout, "GATECELL_STREAM_IDLE_TIMEOUT", 60.0)
         self.request_timeout = env_number(request_timeout, "GATECELL_REQUEST_TIMEOUT", 600.0)
-        max_retries = env_number(max_retries, "GATECELL_MAX_RETRIES", 2)
+        retries = int(env_number(max_retries, "GATECELL_MAX_RETRIES", 2))
         self.stream_idle_timeout = stream_idle_timeout
-        self.retry = RetryPolicy(max_retries=max_retries, base=backoff, retry_after_cap=retry_after_cap)
+        self.retry = RetryPolicy(max_retries=retries, base=backoff, retry_after_cap=retry_after_cap)
         self.router = Router(reasoning_patterns)
         self.job_paths = job_paths or JobPaths()
         self.job_interval = job_interval
@@ -180,9 +198,10 @@ class _Endpoints:
     async def _act(self, command: Send | Read | Sleep) -> Any:
         """Carry out one command. The I/O calls come from the subclass: plain on `Gateway`
         (so this never suspends), awaitables on `AsyncGateway`."""
-        if type(command) is Send:
+        outcome: Any
+        if isinstance(command, Send):
             outcome = self._http.send(command.request, stream=command.stream, follow_redirects=command.follow)
-        elif type(command) is Read:
+        elif isinstance(command, Read):
             outcome = self._io.read(command.response)
         else:
             outcome = self._io.sleep(command.seconds)
@@ -210,16 +229,38 @@ class _Endpoints:
         """
         request = schemas.validate(
             schemas.ChatRequest,
-            {"model": model, "messages": messages, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "stream": stream, **extra},
+            {
+                "model": model,
+                "messages": messages,
+                "temperature": temperature,
+                "top_p": top_p,
+                "max_tokens": max_tokens,
+                "stream": stream,
+                **extra,
+            },
         )
         return self._run(self._chat(request))
 
-    def messages(self, model: str, messages: list[dict[str, Any]], max_tokens: int = 1024, stream: bool = False, **extra: Any) -> Reply | TextStream:
+    def messages(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        max_tokens: int = 1024,
+        stream: bool = False,
+        **extra: Any,
+    ) -> Reply | TextStream:
         """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
-        request = schemas.validate(schemas.MessagesRequest, {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream, **extra})
-        return self._run(self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder))
+        request = schemas.validate(
+            schemas.MessagesRequest,
+            {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream, **extra},
+        )
+        return self._run(
+            self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
+        )
 
-    def generate_content(self, model: str, contents: str | list[dict[str, Any]], stream: bool = False, **extra: Any) -> Reply | TextStream:
+    def generate_content(
+        self, model: str, contents: str | list[dict[str, Any]], stream: bool = False, **extra: Any
+    ) -> Reply | TextStream:
         """Native generate-content; ``contents`` may be a plain prompt. The key travels in
         ``x-goog-api-key`` here (SPEC 5), and the model in the path."""
         if not isinstance(model, str) or not model.strip():
@@ -228,28 +269,54 @@ class _Endpoints:
             contents = [{"role": "user", "parts": [{"text": contents}]}]
         request = schemas.validate(schemas.GenerateContentRequest, {"contents": contents, **extra})
         name = quote(model.removeprefix("models/"), safe="-._~@")
-        path = f"/v1beta/models/{name}:streamGenerateContent?alt=sse" if stream else f"/v1beta/models/{name}:generateContent"
-        return self._run(self._native(Call("POST", path, _dump(request), stream, model, auth="goog"), GenerateContentDecoder))
+        path = (
+            f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
+            if stream
+            else f"/v1beta/models/{name}:generateContent"
+        )
+        return self._run(
+            self._native(
+                Call("POST", path, _dump(request), stream, model, auth="goog"), GenerateContentDecoder
+            )
+        )
 
-    def responses(self, model: str, input: str | list[Any], effort: str | None = None, stream: bool = False, **extra: Any) -> Reply | TextStream:
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: bool = False,
+        **extra: Any,
+    ) -> Reply | TextStream:
         """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
         data = {"model": model, "input": input, "stream": stream, **extra}
         if effort is not None:
             data["reasoning"] = {**data.get("reasoning", {}), "effort": effort}
         request = schemas.validate(schemas.ResponsesRequest, data)
-        return self._run(self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder))
+        return self._run(
+            self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder)
+        )
 
     # -- media ------------------------------------------------------------------------
 
     def image(self, model: str, prompt: str, size: str | None = None, **extra: Any) -> ImageResult:
         """Image generation: `ImageResult` whose ``images`` come from ``b64_json`` or URLs."""
-        request = schemas.validate(schemas.ImageRequest, {"model": model, "prompt": prompt, "size": size, **extra})
+        request = schemas.validate(
+            schemas.ImageRequest, {"model": model, "prompt": prompt, "size": size, **extra}
+        )
         return self._run(self._image(Call("POST", "/v1/images/generations", _dump(request), model=model)))
 
-    def speech(self, model: str, voice: str, input: str, response_format: str | None = None, **extra: Any) -> Audio:
+    def speech(
+        self, model: str, voice: str, input: str, response_format: str | None = None, **extra: Any
+    ) -> Audio:
         """Text to speech: `Audio` bytes, with the format sniffed from the bytes themselves."""
-        request = schemas.validate(schemas.SpeechRequest, {"model": model, "voice": voice, "input": input, "response_format": response_format, **extra})
-        return self._run(self._speech(Call("POST", "/v1/audio/speech", _dump(request), model=model), response_format))
+        request = schemas.validate(
+            schemas.SpeechRequest,
+            {"model": model, "voice": voice, "input": input, "response_format": response_format, **extra},
+        )
+        return self._run(
+            self._speech(Call("POST", "/v1/audio/speech", _dump(request), model=model), response_format)
+        )
 
     def models(self) -> ModelList:
         """GET /v1/models. What it says about endpoints teaches the reasoning router."""
@@ -257,17 +324,46 @@ class _Endpoints:
 
     # -- jobs -------------------------------------------------------------------------
 
-    def imagine(self, prompt: str, *, wait: bool = False, on_progress: Callable[[Job], Any] | None = None, timeout: float = 600, interval: float | None = None, **extra: Any) -> Job:
+    def imagine(
+        self,
+        prompt: str,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        **extra: Any,
+    ) -> Job:
         """Job-style image: submit, and with ``wait`` poll until done."""
         request = schemas.validate(schemas.ImagineRequest, {"prompt": prompt, **extra})
         return self._run(self._submit("imagine", request, None, (wait, on_progress, timeout, interval)))
 
-    def video(self, model: str, prompt: str, *, wait: bool = False, on_progress: Callable[[Job], Any] | None = None, timeout: float = 600, interval: float | None = None, **extra: Any) -> Job:
+    def video(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        **extra: Any,
+    ) -> Job:
         """Video generation (a job: queued, in progress, completed; content fetched on use)."""
         request = schemas.validate(schemas.VideoRequest, {"model": model, "prompt": prompt, **extra})
         return self._run(self._submit("video", request, model, (wait, on_progress, timeout, interval)))
 
-    def music(self, prompt: str, style: str | None = None, *, wait: bool = False, on_progress: Callable[[Job], Any] | None = None, timeout: float = 600, interval: float | None = None, **extra: Any) -> Job:
+    def music(
+        self,
+        prompt: str,
+        style: str | None = None,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        **extra: Any,
+    ) -> Job:
         """Job-style music: submit, and with ``wait`` poll until done."""
         request = schemas.validate(schemas.MusicRequest, {"prompt": prompt, "style": style, **extra})
         return self._run(self._submit("music", request, None, (wait, on_progress, timeout, interval)))
@@ -276,16 +372,26 @@ class _Endpoints:
         """One poll of a job by kind ("imagine", "music", "video") and id."""
         return self._run(self._poll(Job(kind, str(id))))
 
-    def wait(self, job: Job, on_progress: Callable[[Job], Any] | None = None, timeout: float = 600, interval: float | None = None) -> Job:
+    def wait(
+        self,
+        job: Job,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+    ) -> Job:
         """Poll ``job`` until it succeeds (returned) or fails or times out (`JobError`)."""
         return self._run(wait_program(self._poll, job, on_progress, timeout, interval or self.job_interval))
 
     # -- programs (sans-IO; see exchange) ---------------------------------------------
 
     def _build(self, call: Call) -> httpx.Request:
-        url = self.base_url + call.path if call.path[:1] == "/" else call.path  # absolute: no merge per request
+        url = (
+            self.base_url + call.path if call.path[:1] == "/" else call.path
+        )  # absolute: no merge per request
         if call.stream:
-            request = self._http.build_request(call.method, url, content=call.body, headers=_SSE, timeout=self._stream_timeout)
+            request = self._http.build_request(
+                call.method, url, content=call.body, headers=_SSE, timeout=self._stream_timeout
+            )
         else:
             request = self._http.build_request(call.method, url, content=call.body)
             request.extensions[DEADLINE] = (time.monotonic() + self.request_timeout, self.request_timeout)
@@ -314,7 +420,11 @@ class _Endpoints:
                 if not self.router.is_refusal(error):
                     raise
                 self.router.remember(request.model)
-                logger.info("model %s is served by /v1/responses only (%s); retrying there", request.model, error.message)
+                logger.info(
+                    "model %s is served by /v1/responses only (%s); retrying there",
+                    request.model,
+                    error.message,
+                )
         return (yield from self._chat_responses(request))
 
     def _chat_completions(self, request: schemas.ChatRequest) -> Program:
@@ -331,7 +441,13 @@ class _Endpoints:
         if completion is None or not completion.choices:
             body = self._json(response, call)
             if completion is None:
-                raise APIError(f"not a chat completion: {str(body)[:200]}", status=response.status_code, method="POST", path=call.path, request_id=meta.request_id)
+                raise APIError(
+                    f"not a chat completion: {str(body)[:200]}",
+                    status=response.status_code,
+                    method="POST",
+                    path=call.path,
+                    request_id=meta.request_id,
+                )
         meta.usage = completion.usage
         completion._meta = meta
         return completion
@@ -349,14 +465,23 @@ class _Endpoints:
         completion._meta = meta
         return completion
 
-    def _collect(self, response: httpx.Response, meta: ResponseMeta, call: Call, decoder_cls: type[Decoder]) -> ChatCompletion:
+    def _collect(
+        self, response: httpx.Response, meta: ResponseMeta, call: Call, decoder_cls: type[Decoder]
+    ) -> ChatCompletion:
         """A whole SSE body (already read) as one `ChatCompletion`."""
         decoder = decoder_cls(None, call.path, self.api_key)
         decoder.feed(response.content)
         decoder.finish()
         return ChatStream(response, decoder, meta).completion()
 
-    def _stream(self, response: httpx.Response, meta: ResponseMeta, call: Call, decoder_cls: type[Decoder], stream_cls: type[Any]) -> Program:
+    def _stream(
+        self,
+        response: httpx.Response,
+        meta: ResponseMeta,
+        call: Call,
+        decoder_cls: type[Decoder],
+        stream_cls: type[Any],
+    ) -> Program:
         """A stream object, parsed by what Content-Type says rather than by what was asked."""
         if _is_sse(response):
             return stream_cls(response, decoder_cls(self.stream_idle_timeout, call.path, self.api_key), meta)
@@ -391,14 +516,18 @@ class _Endpoints:
         self.router.learn(models)
         return models
 
-    def _submit(self, kind: str, request: Any, model: str | None, waiting: tuple[bool, Any, float, float | None]) -> Program:
+    def _submit(
+        self, kind: str, request: Any, model: str | None, waiting: tuple[bool, Any, float, float | None]
+    ) -> Program:
         call = Call("POST", self.job_paths.submit(kind), _dump(request), model=model)
         response, meta = yield from self._exchange(call)
         body = self._json(response, call)
         job = self._job_from(kind, submitted_id(kind, body), body, meta)
         wait, on_progress, timeout, interval = waiting
         if wait:
-            job = yield from wait_program(self._poll, job, on_progress, timeout, interval or self.job_interval)
+            job = yield from wait_program(
+                self._poll, job, on_progress, timeout, interval or self.job_interval
+            )
         return job
 
     def _poll(self, job: Job) -> Program:
@@ -418,7 +547,10 @@ class _Endpoints:
 
     def _fetch(self, url: str) -> Program:
         target = httpx.URL(url)
-        own = not target.is_absolute_url or target.copy_with(path="/", query=None, fragment=None) == self._origin
+        own = (
+            not target.is_absolute_url
+            or target.copy_with(path="/", query=None, fragment=None) == self._origin
+        )
         response, _ = yield from self._exchange(Call("GET", url, auth="bearer" if own else "none"))
         return response.content, response.headers.get("content-type")
 
@@ -426,7 +558,15 @@ class _Endpoints:
 class Gateway(_Endpoints, Closing):
     """Synchronous client. ``with Gateway() as gw: gw.chat(...)``."""
 
-    _io = _IO(httpx.Client, ChatStream, TextStream, httpx.HTTPTransport, httpx.Response.read, time.sleep, asynchronous=False)
+    _io = _IO(
+        httpx.Client,
+        ChatStream,
+        TextStream,
+        httpx.HTTPTransport,
+        httpx.Response.read,
+        time.sleep,
+        asynchronous=False,
+    )
     _http: httpx.Client
 
     def close(self) -> None:
@@ -436,7 +576,15 @@ class Gateway(_Endpoints, Closing):
 class AsyncGateway(_Endpoints, AsyncClosing):
     """Asynchronous client: the same methods, awaited; streams are used with ``async for``."""
 
-    _io = _IO(httpx.AsyncClient, AsyncChatStream, AsyncTextStream, httpx.AsyncHTTPTransport, httpx.Response.aread, asyncio.sleep, asynchronous=True)
+    _io = _IO(
+        httpx.AsyncClient,
+        AsyncChatStream,
+        AsyncTextStream,
+        httpx.AsyncHTTPTransport,
+        httpx.Response.aread,
+        asyncio.sleep,
+        asynchronous=True,
+    )
     _http: httpx.AsyncClient
 
     async def aclose(self) -> None:

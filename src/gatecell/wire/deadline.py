@@ -26,7 +26,9 @@ class _CappedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def _check(self) -> None:
         if time.monotonic() > self._deadline:
-            raise httpx.ReadTimeout(f"the whole request took longer than {self._seconds:g} s", request=self._request)
+            raise httpx.ReadTimeout(
+                f"the whole request took longer than {self._seconds:g} s", request=self._request
+            )
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._stream:  # type: ignore[union-attr]

@@ -21,7 +21,15 @@ from .results import reply_reasoning, reply_text
 from .secret import Secret, redact
 from .sse import Event, SSEParser
 
-__all__ = ["Decoder", "ChatDecoder", "MessagesDecoder", "GenerateContentDecoder", "ResponsesDecoder", "BodyDecoder", "chat_usage"]
+__all__ = [
+    "Decoder",
+    "ChatDecoder",
+    "MessagesDecoder",
+    "GenerateContentDecoder",
+    "ResponsesDecoder",
+    "BodyDecoder",
+    "chat_usage",
+]
 
 _monotonic = time.monotonic
 # json.loads minus its two whitespace scans: chunks start with "{" (the tolerant path
@@ -46,7 +54,9 @@ class Decoder:
 
     ends_at_eof = False  # True where the dialect has no end marker of its own
 
-    def __init__(self, idle_timeout: float | None = None, path: str | None = None, key: Secret | None = None) -> None:
+    def __init__(
+        self, idle_timeout: float | None = None, path: str | None = None, key: Secret | None = None
+    ) -> None:
         self.parser = SSEParser()
         self.parts: list[str] = []
         self.reasoning_parts: list[str] = []
@@ -229,7 +239,12 @@ class ResponsesDecoder(Decoder):
                 out.append(obj["delta"])
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             self.reasoning_parts.append(obj.get("delta") or "")
-        elif kind in ("response.created", "response.in_progress", "response.completed", "response.incomplete"):
+        elif kind in (
+            "response.created",
+            "response.in_progress",
+            "response.completed",
+            "response.incomplete",
+        ):
             response = obj.get("response") or {}
             self.id, self.model = response.get("id") or self.id, response.get("model") or self.model
             if kind == "response.completed":
@@ -240,7 +255,10 @@ class ResponsesDecoder(Decoder):
         elif kind in ("error", "response.failed"):
             self.parts += out
             response = obj.get("response")
-            raise self.error("error event in the stream", obj=response if isinstance(response, dict) and response.get("error") else obj)
+            raise self.error(
+                "error event in the stream",
+                obj=response if isinstance(response, dict) and response.get("error") else obj,
+            )
 
 
 class BodyDecoder(Decoder):
@@ -265,6 +283,11 @@ class BodyDecoder(Decoder):
             self.usage = body.get("usage") or body.get("usageMetadata")
             choice = (body.get("choices") or [{}])[0] or {}
             candidate = (body.get("candidates") or [{}])[0] or {}
-            self.finish_reason = choice.get("finish_reason") or body.get("stop_reason") or candidate.get("finishReason") or ("stop" if body.get("status") == "completed" else None)
+            self.finish_reason = (
+                choice.get("finish_reason")
+                or body.get("stop_reason")
+                or candidate.get("finishReason")
+                or ("stop" if body.get("status") == "completed" else None)
+            )
         self.done = True
         return list(self.parts)

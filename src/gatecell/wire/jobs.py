@@ -10,8 +10,9 @@ running, succeeded, failed. A body of unknown shape still becomes a `Job` with `
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Callable, Generator
+from typing import Any
 
 from .errors import InvalidRequest, JobError
 from .exchange import Program, Sleep
@@ -48,10 +49,17 @@ def _kind(kind: str) -> str:
 
 
 _STATUS = {
-    **dict.fromkeys(("not_start", "submitted", "queued", "pending", "waiting", "created", "submit"), "queued"),
-    **dict.fromkeys(("in_progress", "running", "processing", "streaming", "started", "generating"), "running"),
+    **dict.fromkeys(
+        ("not_start", "submitted", "queued", "pending", "waiting", "created", "submit"), "queued"
+    ),
+    **dict.fromkeys(
+        ("in_progress", "running", "processing", "streaming", "started", "generating"), "running"
+    ),
     **dict.fromkeys(("success", "succeeded", "completed", "complete", "done", "finished"), "succeeded"),
-    **dict.fromkeys(("failure", "failed", "error", "cancelled", "canceled", "cancel", "timeout", "banned", "expired"), "failed"),
+    **dict.fromkeys(
+        ("failure", "failed", "error", "cancelled", "canceled", "cancel", "timeout", "banned", "expired"),
+        "failed",
+    ),
 }
 _IMGJOB_ACCEPTED = {1: "running", 21: "running", 22: "queued"}  # 21 already exists, 22 queued
 
@@ -64,13 +72,19 @@ def submitted_id(kind: str, body: Any) -> str:
         if isinstance(code, int) and not isinstance(code, bool) and "result" in body:
             if code in _IMGJOB_ACCEPTED and body.get("result"):
                 return str(body["result"])
-            raise JobError(f"{kind} submit refused (code {code}): {body.get('description') or 'no description'}", job=body)
+            raise JobError(
+                f"{kind} submit refused (code {code}): {body.get('description') or 'no description'}",
+                job=body,
+            )
         if isinstance(code, str) and "data" in body:
             if code.lower() == "success" and isinstance(body["data"], (str, int)):
                 return str(body["data"])
             if code.lower() != "success":
-                raise JobError(f"{kind} submit refused ({code}): {body.get('message') or 'no message'}", job=body)
-        for source in (body, body.get("data") if isinstance(body.get("data"), dict) else {}):
+                raise JobError(
+                    f"{kind} submit refused ({code}): {body.get('message') or 'no message'}", job=body
+                )
+        inner = body.get("data")
+        for source in (body, inner if isinstance(inner, dict) else {}):
             for key in ("id", "task_id", "taskId", "result"):
                 if isinstance(source.get(key), (str, int)) and source[key] != "":
                     return str(source[key])
@@ -124,11 +138,19 @@ def job_state(kind: str, job_id: str, body: Any, paths: JobPaths) -> Job:
         return Job(kind, job_id, "queued", raw=body)
     word = str(inner.get("status") or inner.get("state") or "").lower()
     status = _STATUS.get(word, "running" if word else "queued")
-    if isinstance(body, dict) and isinstance(body.get("code"), str) and body["code"].lower() not in ("success", "ok"):
+    if (
+        isinstance(body, dict)
+        and isinstance(body.get("code"), str)
+        and body["code"].lower() not in ("success", "ok")
+    ):
         status = "failed"
     error = _error_text(inner) if status == "failed" else None
     if status == "failed" and error is None:
-        error = str(inner.get("message") or (body.get("message") if isinstance(body, dict) else None) or f"status {word or 'failed'}")
+        error = str(
+            inner.get("message")
+            or (body.get("message") if isinstance(body, dict) else None)
+            or f"status {word or 'failed'}"
+        )
     progress = _progress(inner.get("progress"))
     if status == "succeeded":
         progress = 100.0
@@ -150,7 +172,11 @@ def wait_program(
     while not job.done:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise JobError(f"{job.kind} job {job.id} did not finish within {timeout:g} s (last status {job.status}, progress {job.progress})", job=job)
+            raise JobError(
+                f"{job.kind} job {job.id} did not finish within {timeout:g} s "
+                f"(last status {job.status}, progress {job.progress})",
+                job=job,
+            )
         yield Sleep(min(interval, left))
         job = yield from poll(job)
         if on_progress is not None:

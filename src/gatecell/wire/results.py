@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import inspect
 import mimetypes
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Union
+from typing import Any
 
 from .errors import GatecellError
 
@@ -32,8 +33,8 @@ __all__ = [
     "reply_reasoning",
 ]
 
-Loaded = tuple[bytes, Union[str, None]]
-Loader = Callable[[], Union[Loaded, Awaitable[Loaded]]]
+Loaded = tuple[bytes, str | None]
+Loader = Callable[[], Loaded | Awaitable[Loaded]]
 
 
 class ResponseMeta:
@@ -116,7 +117,13 @@ _MIME_FORMATS = {
     "audio/pcm": "pcm",
     "audio/l16": "pcm",
 }
-_FORMAT_MIMES = {"wav": "audio/wav", "mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "pcm": "audio/pcm"}
+_FORMAT_MIMES = {
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "pcm": "audio/pcm",
+}
 
 
 def sniff(data: bytes) -> tuple[str, str] | None:
@@ -138,7 +145,13 @@ class Media:
     """Bytes of an image, a sound or a video. From a URL, the bytes are fetched on first use
     through the same client (with the key only when the URL is on the gateway's host)."""
 
-    def __init__(self, data: bytes | None = None, mime: str | None = None, url: str | None = None, load: Loader | None = None) -> None:
+    def __init__(
+        self,
+        data: bytes | None = None,
+        mime: str | None = None,
+        url: str | None = None,
+        load: Loader | None = None,
+    ) -> None:
         self._data = data
         self._mime = mime
         self.url = url
@@ -151,10 +164,12 @@ class Media:
                 return b""
             loaded = self._load()
             if inspect.isawaitable(loaded):
-                loaded.close()  # type: ignore[union-attr]
+                if inspect.iscoroutine(loaded):
+                    loaded.close()
                 raise GatecellError("this media comes from an AsyncGateway: use `await media.aread()`")
-            self._set(loaded)  # type: ignore[arg-type]
-        return self._data  # type: ignore[return-value]
+            self._set(loaded)
+        assert self._data is not None
+        return self._data
 
     async def aread(self) -> bytes:
         """The bytes, fetched if needed; works for media of either client."""
@@ -195,7 +210,13 @@ class Media:
 class Audio(Media):
     """Speech output. ``format`` comes from the bytes first, then from Content-Type."""
 
-    def __init__(self, data: bytes, mime: str | None = None, meta: ResponseMeta | None = None, requested: str | None = None) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        mime: str | None = None,
+        meta: ResponseMeta | None = None,
+        requested: str | None = None,
+    ) -> None:
         self.meta = meta
         found = sniff(data)
         generic = mime is None or mime.split(";")[0].strip().lower() not in _MIME_FORMATS
@@ -234,7 +255,15 @@ def images_of(body: Any, media_for: Callable[[str, str | None], Media]) -> list[
 
 
 def _texts(items: Any, kinds: tuple[str, ...]) -> list[str]:
-    return [i["text"] for i in items if isinstance(i, dict) and i.get("type") in kinds and isinstance(i.get("text"), str)] if isinstance(items, list) else []
+    return (
+        [
+            i["text"]
+            for i in items
+            if isinstance(i, dict) and i.get("type") in kinds and isinstance(i.get("text"), str)
+        ]
+        if isinstance(items, list)
+        else []
+    )
 
 
 def reply_text(body: Any) -> str | None:
@@ -248,9 +277,18 @@ def reply_text(body: Any) -> str | None:
         return "".join(_texts(body["content"], ("text",)))
     if isinstance(body.get("candidates"), list) and body["candidates"]:
         parts = ((body["candidates"][0] or {}).get("content") or {}).get("parts") or []
-        return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"))
+        return "".join(
+            p["text"]
+            for p in parts
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
+        )
     if isinstance(body.get("output"), list):
-        texts = [t for item in body["output"] if isinstance(item, dict) and item.get("type") == "message" for t in _texts(item.get("content"), ("output_text",))]
+        texts = [
+            t
+            for item in body["output"]
+            if isinstance(item, dict) and item.get("type") == "message"
+            for t in _texts(item.get("content"), ("output_text",))
+        ]
         return "".join(texts)
     if isinstance(body.get("output_text"), str):
         return body["output_text"]
@@ -266,10 +304,18 @@ def reply_reasoning(body: Any) -> str | None:
         if isinstance(item, dict) and item.get("type") == "reasoning":
             found += _texts(item.get("summary"), ("summary_text",))
     if body.get("type") == "message":
-        found += [b["thinking"] for b in body.get("content") or [] if isinstance(b, dict) and isinstance(b.get("thinking"), str)]
+        found += [
+            b["thinking"]
+            for b in body.get("content") or []
+            if isinstance(b, dict) and isinstance(b.get("thinking"), str)
+        ]
     for cand in (body.get("candidates") or [])[:1]:
         parts = ((cand or {}).get("content") or {}).get("parts") or []
-        found += [p["text"] for p in parts if isinstance(p, dict) and p.get("thought") and isinstance(p.get("text"), str)]
+        found += [
+            p["text"]
+            for p in parts
+            if isinstance(p, dict) and p.get("thought") and isinstance(p.get("text"), str)
+        ]
     for choice in (body.get("choices") or [])[:1]:
         message = (choice or {}).get("message") or {}
         value = message.get("reasoning_content") or message.get("reasoning")
@@ -327,7 +373,14 @@ class ModelList:
         for item in items if isinstance(items, list) else []:
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 endpoints = item.get("supported_endpoints") or item.get("supported_endpoint_types")
-                models.append(Model(item["id"], item.get("owned_by"), list(endpoints) if isinstance(endpoints, list) else None, item))
+                models.append(
+                    Model(
+                        item["id"],
+                        item.get("owned_by"),
+                        list(endpoints) if isinstance(endpoints, list) else None,
+                        item,
+                    )
+                )
         return cls(models, body, meta)
 
     @property

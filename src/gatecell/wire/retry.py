@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Mapping
 
 __all__ = ["RetryPolicy", "retry_after", "RETRY_STATUSES"]
 
@@ -31,7 +31,9 @@ class RetryPolicy:
     def retryable(self, status: int) -> bool:
         return status in RETRY_STATUSES or status >= 500
 
-    def delay(self, attempt: int, headers: Mapping[str, str] | None = None, now: float | None = None) -> float:
+    def delay(
+        self, attempt: int, headers: Mapping[str, str] | None = None, now: float | None = None
+    ) -> float:
         """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
         asked = retry_after(headers, now) if headers is not None else None
         if asked is not None:

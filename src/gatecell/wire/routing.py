@@ -10,23 +10,34 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
-from typing import Any, Iterable, Pattern, Union
+from re import Pattern
+from typing import Any, Union
 
-from .dialects import chat_usage
+from .decoders import chat_usage
 from .errors import APIError
 from .results import Model, reply_reasoning, reply_text
 
 __all__ = ["Router", "DEFAULT_PATTERNS", "responses_only", "to_responses", "to_chat"]
 
 # Models known to be served by the responses endpoint only. Globs, matched case-insensitively.
-DEFAULT_PATTERNS: tuple[str, ...] = ("o1-pro*", "o3-pro*", "gpt-5-pro*", "*-deep-research*", "codex-mini*", "gpt-5*-codex*")
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    "o1-pro*",
+    "o3-pro*",
+    "gpt-5-pro*",
+    "*-deep-research*",
+    "codex-mini*",
+    "gpt-5*-codex*",
+)
 
-_REFUSAL = re.compile(r"v1/responses|responses (api|endpoint)|only supported (in|by|on|with) .*responses", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"v1/responses|responses (api|endpoint)|only supported (in|by|on|with) .*responses", re.IGNORECASE
+)
 _CHAT_MARKS = {"/v1/chat/completions", "openai", "chat", "chat/completions"}
 _RESPONSES_MARKS = {"/v1/responses", "openai-response", "responses"}
 
-PatternLike = Union[str, Pattern[str]]
+PatternLike = Union[str, Pattern[str]]  # noqa: UP007 - a runtime alias on 3.10
 
 
 def responses_only(endpoints: Iterable[str]) -> bool | None:
@@ -53,7 +64,10 @@ class Router:
             known = self._matched.get(model)
         if known is None:
             name = model.lower()
-            known = any(p.search(model) if isinstance(p, re.Pattern) else fnmatchcase(name, p.lower()) for p in self.patterns)
+            known = any(
+                p.search(model) if isinstance(p, re.Pattern) else fnmatchcase(name, p.lower())
+                for p in self.patterns
+            )
             self._matched[model] = known
         return known
 
@@ -80,7 +94,11 @@ def _text(content: Any) -> str:
 def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
     """A chat request body as a responses body: system messages become ``instructions``,
     a lone user message becomes the ``input`` string (SPEC 2.5), a longer exchange a list."""
-    body = {k: v for k, v in chat.items() if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")}
+    body = {
+        k: v
+        for k, v in chat.items()
+        if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")
+    }
     messages = chat["messages"]
     system = [_text(m["content"]) for m in messages if m["role"] == "system"]
     turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
@@ -106,6 +124,12 @@ def to_chat(body: Any, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(body.get("created_at") or time.time()),
         "model": body.get("model") or model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "length" if body.get("status") == "incomplete" else "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "length" if body.get("status") == "incomplete" else "stop",
+            }
+        ],
         "usage": chat_usage(body.get("usage")),
     }

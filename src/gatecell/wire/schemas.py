@@ -8,7 +8,7 @@ Response models cover what SPEC shows (2.3); everything else is left to the raw 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant"]
+M = TypeVar("M", bound=BaseModel)
 
 # SPEC 8: the bounds a request must keep; also used by magics and widgets for their sliders.
 RANGES: dict[str, tuple[float, float]] = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
@@ -260,10 +261,12 @@ def explain(exc: ValidationError) -> InvalidRequest:
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
-    return InvalidRequest(loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {got!r}"))
+    return InvalidRequest(
+        loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {got!r}")
+    )
 
 
-def validate(model: type[BaseModel], data: dict[str, Any]) -> BaseModel:
+def validate(model: type[M], data: dict[str, Any]) -> M:
     """Validate ``data`` against a request model, raising `InvalidRequest` on the first rule broken."""
     try:
         return model.model_validate(data)

@@ -20,7 +20,7 @@ class Secret:
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str | Secret) -> None:
         if isinstance(value, Secret):
             value = value.reveal()
         self._value = value
@@ -38,7 +38,8 @@ class Secret:
     def __repr__(self) -> str:
         return f"Secret({self.masked!r})"
 
-    __str__ = masked.fget  # type: ignore[assignment]
+    def __str__(self) -> str:
+        return self.masked
 
     def __format__(self, spec: str) -> str:
         return format(self.masked, spec)

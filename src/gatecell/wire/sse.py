@@ -2,10 +2,11 @@
 
 The parser splits bytes, not decoded lines, because it sits on the hot path of every
 stream: per network read it decodes the whole events once and splits them once, and when
-every event is a single ``data:`` line (the usual stream) it takes no further line handling. It follows the SSE framing rules that
-real gateways exercise (WIRE-NOTES): LF, CRLF or CR line ends (a CR may end one read and
-its LF start the next), ``:`` comments (keep-alives), ``field: value`` with one optional
-space, several ``data`` lines joined by ``\\n``, and ``event``, ``id`` and ``retry``.
+every event is a single ``data:`` line (the usual stream) it takes no further line handling.
+It follows the SSE framing rules that real gateways exercise (WIRE-NOTES): LF, CRLF or CR
+line ends (a CR may end one read and its LF start the next), ``:`` comments (keep-alives),
+``field: value`` with one optional space, several ``data`` lines joined by ``\\n``, and
+``event``, ``id`` and ``retry``.
 Unicode line separators inside JSON are left alone since only bytes CR and LF end lines.
 """
 
@@ -28,7 +29,9 @@ class Event:
 
     __slots__ = ("data", "event", "id", "retry")
 
-    def __init__(self, data: str, event: str = "message", id: str | None = None, retry: int | None = None) -> None:
+    def __init__(
+        self, data: str, event: str = "message", id: str | None = None, retry: int | None = None
+    ) -> None:
         self.data = data
         self.event = event
         self.id = id
@@ -40,7 +43,12 @@ class Event:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):
             return NotImplemented
-        return (self.data, self.event, self.id, self.retry) == (other.data, other.event, other.id, other.retry)
+        return (self.data, self.event, self.id, self.retry) == (
+            other.data,
+            other.event,
+            other.id,
+            other.retry,
+        )
 
     def __repr__(self) -> str:
         return f"Event(data={self.data!r}, event={self.event!r}, id={self.id!r}, retry={self.retry!r})"
@@ -64,7 +72,7 @@ class SSEParser:
 
     def feed(self, data: bytes) -> list[Event]:
         """Parse one read; return the events it completed (possibly none)."""
-        return [Event(e) if type(e) is str else e for e in self.feed_raw(data)]
+        return [e if isinstance(e, Event) else Event(e) for e in self.feed_raw(data)]
 
     def feed_raw(self, data: bytes) -> list[str | Event]:
         """`feed` for hot loops: an unnamed event of a single ``data:`` line comes back as

@@ -1,6 +1,6 @@
 """Streams handed to the caller: iterate for text fragments, read the whole reply after.
 
-The parsing is in `dialects` (sans-IO); these classes only pull bytes from the response
+The parsing is in `decoders` (sans-IO); these classes only pull bytes from the response
 and make sure the connection is closed however iteration ends: exhausted, broken off,
 an error, or a KeyboardInterrupt. Whatever arrived stays in ``.text``. Nothing here
 retries: once content has been delivered, re-sending would duplicate it.
@@ -9,11 +9,12 @@ retries: once content has been delivered, re-sending would duplicate it.
 from __future__ import annotations
 
 import time
-from typing import Any, AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 
-from .dialects import Decoder, chat_usage
+from .decoders import Decoder, chat_usage
 from .errors import StreamError, StreamTimeoutError
 from .results import ResponseMeta
 from .schemas import ChatCompletion, Usage
@@ -116,11 +117,23 @@ class _Stream:
 
     def _broken(self, exc: httpx.HTTPError) -> StreamError:
         cls = StreamTimeoutError if isinstance(exc, httpx.TimeoutException) else StreamError
-        what = "no data within the idle timeout" if cls is StreamTimeoutError else "the connection broke mid-stream"
-        return cls(f"{what} ({type(exc).__name__})", partial_text=self.text, path=self._meta.endpoint, request_id=self._meta.request_id)
+        what = (
+            "no data within the idle timeout"
+            if cls is StreamTimeoutError
+            else "the connection broke mid-stream"
+        )
+        return cls(
+            f"{what} ({type(exc).__name__})",
+            partial_text=self.text,
+            path=self._meta.endpoint,
+            request_id=self._meta.request_id,
+        )
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._meta.endpoint} model={self.model!r} chars={len(self.text)} finish_reason={self.finish_reason!r}>"
+        return (
+            f"<{type(self).__name__} {self._meta.endpoint} model={self.model!r} "
+            f"chars={len(self.text)} finish_reason={self.finish_reason!r}>"
+        )
 
 
 class TextStream(_Stream, Closing):

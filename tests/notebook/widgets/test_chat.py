@@ -117,7 +117,9 @@ def silent_gw():
 
 
 def test_a_turn_stopped_before_any_text_is_taken_back(silent_gw, until):
-    panel = ChatPanel(silent_gw, models=[SimpleNamespace(id="local-chat", endpoints=None)], model="local-chat")
+    panel = ChatPanel(
+        silent_gw, models=[SimpleNamespace(id="local-chat", endpoints=None)], model="local-chat"
+    )
     panel.prompt.value = "count to 50"
     panel.ask()
     until(lambda: panel.busy)
@@ -206,9 +208,7 @@ def test_models_that_do_not_say_their_endpoints_are_offered_everywhere():
 def test_a_panel_opens_and_says_why_when_models_cannot_be_listed():
     from gatecell import Gateway
 
-    with Gateway(
-        base_url="http://127.0.0.1:9", api_key="sk-unused-000000000000", max_retries=0
-    ) as gw:
+    with Gateway(base_url="http://127.0.0.1:9", api_key="sk-unused-000000000000", max_retries=0) as gw:
         panel = ChatPanel(gw)
     assert panel.model.options == ()
     assert panel.error.startswith("could not list models:")

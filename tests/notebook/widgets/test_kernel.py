@@ -65,9 +65,7 @@ class Run:
 
 def test_streaming_leaves_the_kernel_free_and_stop_works_from_another_cell(kernel):
     run = Run(kernel)
-    notice = run(
-        "from gatecell.notebook.widgets import ChatPanel\np = ChatPanel(model='local-chat')"
-    )
+    notice = run("from gatecell.notebook.widgets import ChatPanel\np = ChatPanel(model='local-chat')")
     assert "local gateway" in notice and notice.count("\n") == 1  # said once, in one line
     run("p.ask('count to 200')")
     # The cell returned while the reply streams: the kernel runs the next cell meanwhile.
@@ -91,8 +89,6 @@ def test_streaming_leaves_the_kernel_free_and_stop_works_from_another_cell(kerne
 
     # After %load_ext gatecell, panels use the magics' settings (here: a gateway that is down).
     out = run(
-        "%load_ext gatecell\n"
-        "%config Gatecell.base_url = 'http://127.0.0.1:9'\n"
-        "print(ChatPanel().error)"
+        "%load_ext gatecell\n%config Gatecell.base_url = 'http://127.0.0.1:9'\nprint(ChatPanel().error)"
     )
     assert out.strip().startswith("could not list models:"), out

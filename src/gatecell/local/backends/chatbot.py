@@ -14,6 +14,7 @@ import hashlib
 import json
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,9 @@ def answer(turns: list[Turn], system: str | None = None, max_tokens: int | None 
     finish = "stop"
     if max_tokens is not None and len(tokens) > max_tokens:
         tokens, finish = tokens[:max_tokens], "length"
-    prompt_tokens = count_tokens(system or "") + sum(count_tokens(text) for role, text in turns if role != "system")
+    prompt_tokens = count_tokens(system or "") + sum(
+        count_tokens(text) for role, text in turns if role != "system"
+    )
     return Answer(tokens, finish, prompt_tokens)
 
 
@@ -102,7 +105,7 @@ _WORD_OPS = [
     (r"\bmod(?:ulo)?\b", "%"),
 ]
 _EXPR = re.compile(r"[-+*/%().\d\s]*\d[-+*/%().\d\s]*")
-_OPS = {
+_OPS: dict[type, Callable[..., Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -184,7 +187,9 @@ _NAME = re.compile(r"\bmy name is ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)", re.I)
 def _name(question: str, history: list[Turn]) -> str | None:
     told = _NAME.search(question)
     if told:
-        return f"Nice to meet you, {told.group(1)}. I will remember your name for the rest of this conversation."
+        return (
+            f"Nice to meet you, {told.group(1)}. I will remember your name for the rest of this conversation."
+        )
     if re.search(r"\bwhat(?:'s| is) my name\b", question, re.I):
         for role, text in reversed(history[:-1]):
             found = _NAME.search(text) if role == "user" else None
@@ -197,7 +202,9 @@ def _name(question: str, history: list[Turn]) -> str | None:
 # Fixed replies: (pattern searched in the question, reply).
 _CANNED = [
     (
-        re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", re.I),
+        re.compile(
+            r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", re.I
+        ),
         "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
         "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly.",
     ),
@@ -234,13 +241,20 @@ def _keywords(text: str, limit: int = 5) -> list[str]:
 def _describe(question: str, history: list[Turn], system: str) -> str:
     words = question.split()
     quote = " ".join(words[:24]) + (" …" if len(words) > 24 else "")
-    kind = "a question" if question.rstrip().endswith("?") else "a request" if len(words) > 1 else "a one-word message"
+    kind = (
+        "a question"
+        if question.rstrip().endswith("?")
+        else "a request"
+        if len(words) > 1
+        else "a one-word message"
+    )
     openers = ("You asked", "Your message", "I received")
     opener = openers[hashlib.sha256(question.encode()).digest()[0] % len(openers)]
     lines = [
         f"{opener}: “{quote}”",
         "",
-        "I am local-chat, gatecell's offline stand-in model, so I cannot really answer that. What I can tell:",
+        "I am local-chat, gatecell's offline stand-in model, so I cannot really answer that. "
+        "What I can tell:",
         "",
         f"- it is {kind} of {len(words)} word{'s' if len(words) != 1 else ''}",
     ]

@@ -49,10 +49,21 @@ STYLES: dict[str, Style] = {
     "electronic": Style(126, _MINOR, 57, tuple(1 / k for k in range(1, 16)), 0.18, 4, 0.9, 0.0),
 }
 _SYNONYMS = {
-    "calm": "ambient", "drone": "ambient", "orchestral": "classical", "piano": "classical",
-    "blues": "jazz", "swing": "jazz", "lo-fi": "lofi", "chill": "lofi", "metal": "rock",
-    "punk": "rock", "edm": "electronic", "techno": "electronic", "house": "electronic",
-    "synth": "electronic", "synthwave": "electronic",
+    "calm": "ambient",
+    "drone": "ambient",
+    "orchestral": "classical",
+    "piano": "classical",
+    "blues": "jazz",
+    "swing": "jazz",
+    "lo-fi": "lofi",
+    "chill": "lofi",
+    "metal": "rock",
+    "punk": "rock",
+    "edm": "electronic",
+    "techno": "electronic",
+    "house": "electronic",
+    "synth": "electronic",
+    "synthwave": "electronic",
 }
 
 
@@ -120,8 +131,17 @@ def _pitch(recipe: Style, degree: int, shift: int) -> float:
     return 440.0 * 2 ** ((midi - 69) / 12)
 
 
-def _add(mix, start: float, length: float, freq: float, amp: float, harmonics, *,
-         decay: float, attack: float = 0.005) -> None:
+def _add(
+    mix,
+    start: float,
+    length: float,
+    freq: float,
+    amp: float,
+    harmonics,
+    *,
+    decay: float,
+    attack: float = 0.005,
+) -> None:
     """Mix in one note: additive harmonics under an attack/exponential-decay envelope."""
     import numpy as np
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .chat import Answer, Turn, answer, count_tokens
+from .chatbot import Answer, Turn, answer, count_tokens
 
 __all__ = ["EFFORTS", "Thought", "think"]
 
@@ -25,7 +25,12 @@ class Thought:
     reasoning_tokens: int
 
 
-def think(turns: list[Turn], effort: str | None = None, instructions: str | None = None, max_tokens: int | None = None) -> Thought:
+def think(
+    turns: list[Turn],
+    effort: str | None = None,
+    instructions: str | None = None,
+    max_tokens: int | None = None,
+) -> Thought:
     """Answer `turns` and explain the route taken; `effort` must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"
     reply = answer(turns, instructions, max_tokens)

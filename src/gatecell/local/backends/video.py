@@ -21,9 +21,7 @@ MAX_SIDE = 1280
 MAX_SECONDS = 20.0
 
 
-def render(
-    prompt: str, seconds: float = 2.0, width: int = 320, height: int = 240, fps: int = 12
-) -> bytes:
+def render(prompt: str, seconds: float = 2.0, width: int = 320, height: int = 240, fps: int = 12) -> bytes:
     """MP4 bytes: `seconds` of `fps` frames of `width` x `height` (even sides, 64..1280)."""
     image.check_size(width, height, what="video", high=MAX_SIDE)
     if width % 2 or height % 2:

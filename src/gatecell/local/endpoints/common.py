@@ -6,7 +6,8 @@ import asyncio
 import functools
 import json
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -18,6 +19,7 @@ from gatecell.wire.schemas import validate
 from ..errors import Fail
 from ..registry import MODELS, LocalModel, endpoint_error
 from ..runtime import Runtime
+from ..upstream import Upstream
 
 __all__ = [
     "runtime",
@@ -46,7 +48,9 @@ def now() -> int:
 
 def json_response(data: Any, status: int = 200) -> Response:
     return Response(
-        json.dumps(data, ensure_ascii=False, separators=(",", ":")), status_code=status, media_type="application/json"
+        json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        status_code=status,
+        media_type="application/json",
     )
 
 
@@ -55,7 +59,9 @@ async def read_json(request: Request) -> tuple[bytes, dict[str, Any]]:
     body = await request.body()
     kind = request.headers.get("content-type", "")
     if kind.startswith("multipart/") or kind.startswith("application/x-www-form-urlencoded"):
-        raise Fail(400, f"this gateway takes JSON bodies (Content-Type: application/json), not {kind.split(';')[0]}")
+        raise Fail(
+            400, f"this gateway takes JSON bodies (Content-Type: application/json), not {kind.split(';')[0]}"
+        )
     if not body.strip():
         raise Fail(400, "the request body is empty; send a JSON object (Content-Type: application/json)")
     try:
@@ -75,9 +81,11 @@ def check(schema: type[BaseModel], data: dict[str, Any]) -> Any:
         raise Fail(400, str(exc), param=exc.field or None, code="invalid_value") from None
 
 
-def remote(rt: Runtime, model: Any) -> bool:
-    """True when `model` is not served here and an upstream gateway may have it."""
-    return rt.upstream is not None and isinstance(model, str) and bool(model) and model not in MODELS
+def remote(rt: Runtime, model: Any) -> Upstream | None:
+    """The upstream gateway when `model` is not served here and upstream may have it, else None."""
+    if rt.upstream is not None and isinstance(model, str) and model and model not in MODELS:
+        return rt.upstream
+    return None
 
 
 def served(model: str, endpoint: str) -> LocalModel:
@@ -109,8 +117,9 @@ def model_endpoint(schema: type[BaseModel], endpoint: str):
         async def run(request: Request) -> Response:
             rt = runtime(request)
             body, data = await read_json(request)
-            if remote(rt, data.get("model")):
-                return await rt.upstream.forward(request, body)  # type: ignore[union-attr]
+            upstream = remote(rt, data.get("model"))
+            if upstream is not None:
+                return await upstream.forward(request, body)
             req = check(schema, data)
             served(req.model, endpoint)
             return await handler(request, req, data)

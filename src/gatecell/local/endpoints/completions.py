@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -11,7 +11,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ChatRequest
 from gatecell.wire.sse import DONE, encode
 
-from ..backends import chat
+from ..backends import chatbot
 from ..registry import CHAT
 from .common import event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
 
@@ -19,7 +19,7 @@ from .common import event_stream, json_response, model_endpoint, now, pace_of, p
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    answer = chat.answer([(m.role, m.content) for m in req.messages], max_tokens=req.max_tokens)
+    answer = chatbot.answer([(m.role, m.content) for m in req.messages], max_tokens=req.max_tokens)
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
@@ -35,11 +35,15 @@ async def completions(request: Request, req: ChatRequest, data: dict) -> Respons
     return event_stream(_chunks(head, answer, usage if with_usage else None, pace_of(request, rt)))
 
 
-async def _chunks(head: dict, answer: chat.Answer, usage: dict | None, pace: float) -> AsyncIterator[bytes]:
+async def _chunks(
+    head: dict, answer: chatbot.Answer, usage: dict | None, pace: float
+) -> AsyncIterator[bytes]:
     head = {**head, "object": "chat.completion.chunk"}
 
     def chunk(delta: dict, finish: str | None = None) -> bytes:
-        return encode({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+        return encode(
+            {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        )
 
     yield chunk({"role": "assistant", "content": ""})
     async for token in paced(answer.tokens, pace):

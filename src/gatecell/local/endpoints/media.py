@@ -11,8 +11,8 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ImageRequest, SpeechRequest
 
 from ..errors import Fail
-from ..jobs import render_in_thread
 from ..registry import IMAGES, SPEECH
+from ..render import render_in_thread
 from .common import json_response, model_endpoint, runtime
 
 _AUDIO_MIME = {
@@ -56,7 +56,9 @@ async def images(request: Request, req: ImageRequest, data: dict) -> Response:
         entry["url"] = file_url(request, rt.media.put(png, "image/png", "png"))
     else:
         entry["b64_json"] = base64.b64encode(png).decode()
-    return json_response({"created": int(time.time()), "data": [entry], "size": f"{width}x{height}", "output_format": "png"})
+    return json_response(
+        {"created": int(time.time()), "data": [entry], "size": f"{width}x{height}", "output_format": "png"}
+    )
 
 
 @model_endpoint(SpeechRequest, SPEECH)
@@ -65,10 +67,14 @@ async def speech(request: Request, req: SpeechRequest, data: dict) -> Response:
 
     fmt = data.get("response_format") or "wav"
     if req.voice not in tts.VOICES:  # checked here to name the field
-        raise Fail(400, f"voice must be one of {', '.join(sorted(tts.VOICES))}; got {req.voice!r}", param="voice")
+        raise Fail(
+            400, f"voice must be one of {', '.join(sorted(tts.VOICES))}; got {req.voice!r}", param="voice"
+        )
     if not isinstance(fmt, str) or fmt not in tts.FORMATS:
         raise Fail(
-            400, f"response_format must be one of {', '.join(sorted(tts.FORMATS))}; got {fmt!r}", param="response_format"
+            400,
+            f"response_format must be one of {', '.join(sorted(tts.FORMATS))}; got {fmt!r}",
+            param="response_format",
         )
     try:
         audio = await render_in_thread(tts.synthesize, req.input, req.voice, fmt)

@@ -8,22 +8,34 @@ upstream gateway when there is one (its jobs are polled through us too).
 from __future__ import annotations
 
 import functools
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from gatecell.wire.schemas import ImagineRequest, MusicRequest, VideoRequest
 
-from ..backends import imagine as flags
+from ..backends import prompt_flags as flags
 from ..errors import Fail
-from ..jobs import Job
+from ..job_store import JobRecord
 from ..registry import VIDEOS
 from .common import check, json_response, model_endpoint, read_json, runtime
 from .media import file_url, size_of
 
-_VIDEO_STATUS = {"pending": "queued", "queued": "queued", "running": "in_progress", "done": "completed", "failed": "failed"}
-_TASK_STATUS = {"pending": "NOT_START", "queued": "SUBMITTED", "running": "IN_PROGRESS", "done": "SUCCESS", "failed": "FAILURE"}
+_VIDEO_STATUS = {
+    "pending": "queued",
+    "queued": "queued",
+    "running": "in_progress",
+    "done": "completed",
+    "failed": "failed",
+}
+_TASK_STATUS = {
+    "pending": "NOT_START",
+    "queued": "SUBMITTED",
+    "running": "IN_PROGRESS",
+    "done": "SUCCESS",
+    "failed": "FAILURE",
+}
 
 
 def _ms(t: float | None) -> int | None:
@@ -33,7 +45,7 @@ def _ms(t: float | None) -> int | None:
 def polled(kind: str):
     """Decorate ``handler(request, job)`` of a poll path; ids unknown here go upstream or 404."""
 
-    def wrap(handler: Callable[[Request, Job], Awaitable[Response]]):
+    def wrap(handler: Callable[[Request, JobRecord], Awaitable[Response]]):
         @functools.wraps(handler)
         async def run(request: Request) -> Response:
             rt = runtime(request)
@@ -70,12 +82,21 @@ async def create_video(request: Request, req: VideoRequest, data: dict) -> Respo
     size = data.get("size") or "320x240"
     width, height = size_of(size) if isinstance(size, str) and _even_size(size) else (0, 0)
     if not (64 <= width <= 1280 and 64 <= height <= 1280):
-        raise Fail(400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {size!r}", param="size")
+        raise Fail(
+            400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {size!r}", param="size"
+        )
     from ..backends import video
 
     render = functools.partial(video.render, req.prompt, seconds, width, height)
-    job = rt.jobs.submit("video", req.prompt, render, mime="video/mp4", ext="mp4", prefix="video_",
-                         meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"})
+    job = rt.jobs.submit(
+        "video",
+        req.prompt,
+        render,
+        mime="video/mp4",
+        ext="mp4",
+        prefix="video_",
+        meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"},
+    )
     return json_response(_video(job))
 
 
@@ -84,7 +105,7 @@ def _even_size(size: str) -> bool:
     return w.isdigit() and h.isdigit() and int(w) % 2 == 0 and int(h) % 2 == 0
 
 
-def _video(job: Job) -> dict:
+def _video(job: JobRecord) -> dict:
     phase, progress = job.phase()
     status = _VIDEO_STATUS[phase]
     return {
@@ -105,16 +126,18 @@ def _video(job: Job) -> dict:
 
 
 @polled("video")
-async def get_video(request: Request, job: Job) -> Response:
+async def get_video(request: Request, job: JobRecord) -> Response:
     return json_response(_video(job))
 
 
 @polled("video")
-async def video_content(request: Request, job: Job) -> Response:
+async def video_content(request: Request, job: JobRecord) -> Response:
     rt = runtime(request)
     variant = request.query_params.get("variant", "video")
     if variant != "video":
-        raise Fail(400, f"variant {variant!r} is not available from local-video; use variant=video", param="variant")
+        raise Fail(
+            400, f"variant {variant!r} is not available from local-video; use variant=video", param="variant"
+        )
     phase, progress = job.phase()
     if phase == "failed":
         raise Fail(400, f"video {job.id} failed: {job.error}")
@@ -149,7 +172,7 @@ async def submit_imagine(request: Request) -> Response:
 
 
 @polled("imagine")
-async def fetch_imagine(request: Request, job: Job) -> Response:
+async def fetch_imagine(request: Request, job: JobRecord) -> Response:
     phase, progress = job.phase()
     done = phase == "done"
     return json_response(
@@ -167,7 +190,11 @@ async def fetch_imagine(request: Request, job: Job) -> Response:
             "status": _TASK_STATUS[phase],
             "progress": f"{progress}%",
             "failReason": job.error,
-            "properties": {"flags": job.meta["flags"], "width": job.meta["width"], "height": job.meta["height"]},
+            "properties": {
+                "flags": job.meta["flags"],
+                "width": job.meta["width"],
+                "height": job.meta["height"],
+            },
         }
     )
 
@@ -183,13 +210,19 @@ async def submit_music(request: Request) -> Response:
     from ..backends import music
 
     render = functools.partial(music.synthesize, req.prompt, req.style, seconds)
-    job = rt.jobs.submit("music", req.prompt, render, mime="audio/wav", ext="wav",
-                         meta={"style": req.style, "seconds": seconds})
+    job = rt.jobs.submit(
+        "music",
+        req.prompt,
+        render,
+        mime="audio/wav",
+        ext="wav",
+        meta={"style": req.style, "seconds": seconds},
+    )
     return json_response({"code": "success", "message": "", "data": job.id})
 
 
 @polled("music")
-async def fetch_music(request: Request, job: Job) -> Response:
+async def fetch_music(request: Request, job: JobRecord) -> Response:
     phase, progress = job.phase()
     done = phase == "done"
     clips = []
@@ -218,4 +251,3 @@ async def fetch_music(request: Request, job: Job) -> Response:
         "data": clips,
     }
     return json_response({"code": "success", "message": "", "data": task})
-

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -11,7 +12,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chat
+from ..backends import chatbot
 from ..errors import Fail
 from ..registry import MESSAGES
 from .common import (
@@ -37,8 +38,10 @@ _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 @model_endpoint(MessagesRequest, MESSAGES)
 async def messages(request: Request, req: MessagesRequest, data: dict) -> Response:
     rt = runtime(request)
-    system = chat.text_of(data.get("system") or "")
-    answer = chat.answer([(m.role, chat.text_of(m.content)) for m in req.messages], system, req.max_tokens)
+    system = chatbot.text_of(data.get("system") or "")
+    answer = chatbot.answer(
+        [(m.role, chatbot.text_of(m.content)) for m in req.messages], system, req.max_tokens
+    )
     message = {
         "id": f"msg_{secrets.token_hex(12)}",
         "type": "message",
@@ -54,7 +57,7 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
     return event_stream(_message_events(message, answer, pace_of(request, rt)))
 
 
-async def _message_events(message: dict, answer: chat.Answer, pace: float) -> AsyncIterator[bytes]:
+async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
     def ev(data: dict) -> bytes:
         return encode(data, data["type"])
 
@@ -79,14 +82,17 @@ async def generate(request: Request) -> Response:
     model = model.removeprefix("models/")
     if method not in ("generateContent", "streamGenerateContent") or not model:
         raise Fail(404, f"unknown method {request.path_params['target']!r}; use <model>:generateContent")
-    if remote(rt, model):
-        return await rt.upstream.forward(request)
+    upstream = remote(rt, model)
+    if upstream is not None:
+        return await upstream.forward(request)
     _, data = await read_json(request)
     req = check(GenerateContentRequest, data)
     served(model, f"/v1beta/models/{model}:generateContent")
-    turns = [("assistant" if c.role == "model" else "user", chat.text_of(c.model_dump())) for c in req.contents]
-    system = chat.text_of(data.get("systemInstruction") or data.get("system_instruction") or "")
-    answer = chat.answer(turns, system, _max_output_tokens(data))
+    turns = [
+        ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
+    ]
+    system = chatbot.text_of(data.get("systemInstruction") or data.get("system_instruction") or "")
+    answer = chatbot.answer(turns, system, _max_output_tokens(data))
     usage = {
         "promptTokenCount": answer.prompt_tokens,
         "candidatesTokenCount": answer.completion_tokens,
@@ -98,7 +104,12 @@ async def generate(request: Request) -> Response:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
         if finish:
             candidate["finishReason"] = _FINISH[finish]
-        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+        return {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": response_id,
+        }
 
     if method == "generateContent":
         return json_response(reply(answer.text, answer.finish_reason))
@@ -107,7 +118,7 @@ async def generate(request: Request) -> Response:
     return event_stream(_content_events(reply, answer, pace_of(request, rt)))
 
 
-async def _content_events(reply: Any, answer: chat.Answer, pace: float) -> AsyncIterator[bytes]:
+async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
     last = len(answer.tokens) - 1
     i = 0
     async for token in paced(answer.tokens, pace):

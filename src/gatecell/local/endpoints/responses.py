@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -12,7 +13,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ResponsesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chat
+from ..backends import chatbot
 from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail
 from ..registry import RESPONSES
@@ -24,10 +25,16 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
     rt = runtime(request)
     effort = req.reasoning.effort if req.reasoning else None
     if effort is not None and effort not in EFFORTS:
-        raise Fail(400, f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {effort!r}", param="reasoning.effort")
+        raise Fail(
+            400,
+            f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {effort!r}",
+            param="reasoning.effort",
+        )
     limit = data.get("max_output_tokens")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise Fail(400, f"max_output_tokens must be a positive integer, got {limit!r}", param="max_output_tokens")
+        raise Fail(
+            400, f"max_output_tokens must be a positive integer, got {limit!r}", param="max_output_tokens"
+        )
     instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
     thought = think(_turns(req.input), effort, instructions, limit)
     shell = _shell(req.model, effort or "medium", instructions)
@@ -36,16 +43,16 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
     return event_stream(_events(shell, thought, pace_of(request, rt)))
 
 
-def _turns(input: str | list[Any]) -> list[chat.Turn]:
+def _turns(input: str | list[Any]) -> list[chatbot.Turn]:
     if isinstance(input, str):
         return [("user", input)]
-    turns: list[chat.Turn] = []
+    turns: list[chatbot.Turn] = []
     for item in input:
         if isinstance(item, dict) and item.get("role") in ("user", "assistant", "system", "developer"):
             role = "system" if item["role"] == "developer" else item["role"]
-            turns.append((role, chat.text_of(item.get("content", ""))))
+            turns.append((role, chatbot.text_of(item.get("content", ""))))
         elif isinstance(item, (str, dict)):
-            turns.append(("user", chat.text_of(item)))
+            turns.append(("user", chatbot.text_of(item)))
     return turns
 
 
@@ -122,18 +129,24 @@ async def _events(shell: dict, thought: Thought, pace: float) -> AsyncIterator[b
     if thought.summary:
         ids = {"item_id": reasoning["id"], "output_index": 0, "summary_index": 0}
         yield ev("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
-        async for token in paced(chat.tokenize(thought.summary), pace):
+        async for token in paced(chatbot.tokenize(thought.summary), pace):
             yield ev("response.reasoning_summary_text.delta", **ids, delta=token)
         yield ev("response.reasoning_summary_text.done", **ids, text=thought.summary)
         yield ev("response.reasoning_summary_part.done", **ids, part=reasoning["summary"][0])
     yield ev("response.output_item.done", output_index=0, item=reasoning)
-    yield ev("response.output_item.added", output_index=1, item={**message, "status": "in_progress", "content": []})
+    yield ev(
+        "response.output_item.added", output_index=1, item={**message, "status": "in_progress", "content": []}
+    )
     ids = {"item_id": message["id"], "output_index": 1, "content_index": 0}
-    yield ev("response.content_part.added", **ids, part={"type": "output_text", "text": "", "annotations": []})
+    yield ev(
+        "response.content_part.added", **ids, part={"type": "output_text", "text": "", "annotations": []}
+    )
     async for token in paced(thought.answer.tokens, pace):
         yield ev("response.output_text.delta", **ids, delta=token, logprobs=[])
     yield ev("response.output_text.done", **ids, text=thought.answer.text, logprobs=[])
     yield ev("response.content_part.done", **ids, part=message["content"][0])
     yield ev("response.output_item.done", output_index=1, item=message)
     final = _finished(shell, thought, (reasoning, message))
-    yield ev("response.completed" if final["status"] == "completed" else "response.incomplete", response=final)
+    yield ev(
+        "response.completed" if final["status"] == "completed" else "response.incomplete", response=final
+    )

@@ -176,9 +176,7 @@ class Panel(widgets.VBox):
         problem = None
         if models is None:
             models, problem = list_models(self.gateway)
-        self.model = _dropdown(model_ids(models, self.kind), model, "Model").add_class(
-            "gatecell-model"
-        )
+        self.model = _dropdown(model_ids(models, self.kind), model, "Model").add_class("gatecell-model")
         if problem:
             self.show_error(problem)
         self._thread: threading.Thread | None = None

@@ -168,9 +168,8 @@ class LiveReply:
         try:
             # include_usage asks for the token counts the stats show (the client leaves it
             # out on /v1/responses, whose stream reports usage anyway).
-            stream = self.gateway.chat(
-                stream=True, stream_options={"include_usage": True}, **self.request
-            )
+            options = {"include_usage": True}
+            stream: Any = self.gateway.chat(stream=True, stream_options=options, **self.request)
             with self._lock:
                 self._stream = stream
                 stopped = self.stopped

@@ -85,9 +85,9 @@ class ChatPanel(Panel):
         self.system = widgets.Textarea(
             value=system, description="System", placeholder="optional system prompt"
         ).add_class("gatecell-system")
-        self.transcript = widgets.VBox(
-            layout=widgets.Layout(max_height="420px", overflow="auto")
-        ).add_class("gatecell-transcript")
+        self.transcript = widgets.VBox(layout=widgets.Layout(max_height="420px", overflow="auto")).add_class(
+            "gatecell-transcript"
+        )
         self.prompt = prompt_box("Ask something, then press Send")
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)

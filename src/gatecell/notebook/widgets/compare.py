@@ -7,6 +7,7 @@ first token and the token counts the gateway reported. All columns share one gat
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -84,9 +85,7 @@ class ComparePanel(Panel):
             }
         return out
 
-    def run(
-        self, prompt: str | None = None, models: Sequence[str] | None = None
-    ) -> dict[str, LiveReply]:
+    def run(self, prompt: str | None = None, models: Sequence[str] | None = None) -> dict[str, LiveReply]:
         """Start streaming `prompt` from every model in `models` (default: the selection)."""
         prompt = self.prompt.value if prompt is None else prompt
         models = list(self.choices.value if models is None else models)
@@ -110,7 +109,7 @@ class ComparePanel(Panel):
                 self.gateway,
                 {"model": model, "messages": [{"role": "user", "content": prompt}], **fields},
                 column.show,
-                lambda reply, column=column: self._done(reply, column),
+                functools.partial(self._done, column=column),
                 interval=self.interval,
             )
         self.columns.children = tuple(columns)

@@ -45,9 +45,9 @@ class Dashboard(widgets.VBox):
         ).add_class("gatecell-tabs")
         where = redact(gw.base_url, gw.api_key)
         line = problem or f"{len(models)} models"
-        self.header = widgets.HTML(
-            f"<b>gatecell</b> · {html.escape(where)} · {html.escape(line)}"
-        ).add_class("gatecell-header")
+        self.header = widgets.HTML(f"<b>gatecell</b> · {html.escape(where)} · {html.escape(line)}").add_class(
+            "gatecell-header"
+        )
         self.children = (self.header, self.tabs)
 
 

@@ -44,9 +44,7 @@ class ImagePanel(Panel):
         ).add_class("gatecell-size")
         self.prompt = prompt_box("Describe the image")
         self.generate_button = button("Generate", "gatecell-generate", self.generate, primary=True)
-        self.gallery = widgets.Box(layout=widgets.Layout(flex_flow="row wrap")).add_class(
-            "gatecell-gallery"
-        )
+        self.gallery = widgets.Box(layout=widgets.Layout(flex_flow="row wrap")).add_class("gatecell-gallery")
         self.children = (
             widgets.HBox([self.model, self.size]),
             self.prompt,

@@ -149,7 +149,7 @@ class JobView(widgets.VBox):
         gw = self.gateway
         try:
             if self.kind == "video":
-                job = gw.video(self.video_model, self.prompt, wait=False)
+                job = gw.video(self.video_model or "", self.prompt, wait=False)
             elif self.kind == "imagine":
                 job = gw.imagine(self.prompt, wait=False)
             else:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / "docs" / "screenshots"))
+SCREENSHOTS = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / ".artifacts" / "screenshots"))
 
 
 def _free_port() -> int:
@@ -42,9 +42,7 @@ def _wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: flo
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(
-                f"voila exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-            )
+            raise RuntimeError(f"voila exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
