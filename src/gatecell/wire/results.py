@@ -79,7 +79,14 @@ class ResponseMeta:
         )
 
 
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-oneapi-request-id", "x-amzn-requestid", "cf-ray")
+_REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "x-oneapi-request-id",
+    "x-litellm-call-id",
+    "x-amzn-requestid",
+    "cf-ray",
+)
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
