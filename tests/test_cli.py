@@ -137,7 +137,7 @@ def test_serve_answers_with_the_given_key_and_refuses_others():
         proc.wait(timeout=20)
 
 
-def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path):
+def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path, kernel_cells):
     """The README's main command: JupyterLab on notebooks/, its kernels pointed at one local
     gateway that they know as such (``%gatecell config``; the first magic says so once)."""
     port = free_port()
@@ -169,7 +169,7 @@ def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path
         names = {item["name"] for item in listing.json()["content"]}
         assert "01-quickstart.ipynb" in names
         kernel = httpx.post(f"{api}/kernels", headers=headers, json={"name": "python3"}).json()
-        shown = _run_in_kernel(
+        shown = kernel_cells(
             runtime / f"kernel-{kernel['id']}.json",
             "import os; print(os.environ.get('GATECELL_BASE_URL'))",
             "%load_ext gatecell",
@@ -183,37 +183,10 @@ def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path
     notice = next(line for line in out.splitlines() if line.startswith("gatecell: "))
     url = re.search(r"http://127\.0\.0\.1:\d+", notice).group(0)
     assert notice == NOTICE.format(url=url)  # the lab process chose the local gateway, and said so
+    assert all(cell["ok"] for cell in shown), shown
     assert shown[0]["stdout"] == "None\n"  # the kernels are not told of a configured gateway...
     config = shown[2]["markdown"]
     assert f"{url} (local gateway of gatecell lab)" in config and "the local gateway's own" in config
     assert shown[3]["stderr"] == NOTICE.format(url=url) + "\n"  # ...and use the lab's, saying so once
     assert "local-chat" in shown[3]["markdown"]
     assert shown[4]["stderr"] == "" and shown[4]["markdown"]
-
-
-def _run_in_kernel(connection_file, *cells: str) -> list[dict[str, str]]:
-    """Run cells in a running kernel; per cell, its stdout, stderr and last Markdown shown."""
-    from jupyter_client import BlockingKernelClient
-
-    kc = BlockingKernelClient(connection_file=str(connection_file))
-    kc.load_connection_file()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
-        results = []
-        for code in cells:
-            got = {"stdout": "", "stderr": "", "markdown": ""}
-
-            def collect(msg, got=got):
-                content = msg["content"]
-                if msg["msg_type"] == "stream":
-                    got[content["name"]] += content["text"]
-                elif msg["msg_type"] in ("display_data", "update_display_data", "execute_result"):
-                    got["markdown"] = content["data"].get("text/markdown", got["markdown"])
-
-            reply = kc.execute_interactive(code, timeout=60, output_hook=collect)
-            assert reply["content"]["status"] == "ok", (code, got)
-            results.append(got)
-        return results
-    finally:
-        kc.stop_channels()
