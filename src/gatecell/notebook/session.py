@@ -57,9 +57,11 @@ class NotebookSession:
     def served(self) -> ModelList | None:
         """The gateway's model list, asked once per connection; None when it cannot be had."""
         if self._models is None:
+            from gatecell.wire.errors import GatecellError
+
             try:
                 self._models = self.gateway.models()
-            except Exception:  # only ever a hint: the error being explained matters more
+            except GatecellError:  # only ever a hint: the error being explained matters more
                 return None
         return self._models
 
