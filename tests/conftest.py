@@ -1,6 +1,9 @@
-"""Shared fixtures. `local_gateway` is the embedded local gateway, one per test session."""
+"""Shared fixtures. `local_gateway` is the embedded local gateway, one per test session;
+`kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend shows."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -15,3 +18,38 @@ def local_gateway():
     from gatecell.local.embedded import start
 
     return start(pace=0.002, job_seconds=0.6)
+
+
+@pytest.fixture(scope="session")
+def kernel_cells():
+    """``kernel_cells(connection_file, *cells)``: run each cell in that kernel; per cell,
+    whether it ran ``ok``, its ``stdout``, ``stderr``, last ``markdown`` and ``displays``
+    (the data and metadata of every display and result message)."""
+    from jupyter_client import BlockingKernelClient
+
+    def run(connection_file: Any, *cells: str) -> list[dict[str, Any]]:
+        kc = BlockingKernelClient(connection_file=str(connection_file))
+        kc.load_connection_file()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            results = []
+            for code in cells:
+                got: dict[str, Any] = {"stdout": "", "stderr": "", "markdown": "", "displays": []}
+
+                def collect(msg: dict[str, Any], got: dict[str, Any] = got) -> None:
+                    content = msg["content"]
+                    if msg["msg_type"] == "stream":
+                        got[content["name"]] += content["text"]
+                    elif msg["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+                        got["displays"].append(content)
+                        got["markdown"] = content["data"].get("text/markdown", got["markdown"])
+
+                reply = kc.execute_interactive(code, timeout=120, output_hook=collect)
+                got["ok"] = reply["content"]["status"] == "ok"
+                results.append(got)
+            return results
+        finally:
+            kc.stop_channels()
+
+    return run

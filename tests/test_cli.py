@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -10,6 +11,8 @@ import time
 
 import httpx
 import pytest
+
+from gatecell.connect import NOTICE
 
 CLI = [sys.executable, "-m", "gatecell"]
 
@@ -83,11 +86,26 @@ def test_unreachable_gateway_is_one_line():
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
 
 
-def test_without_settings_the_embedded_gateway_answers():
+def test_without_settings_the_embedded_gateway_answers_and_says_so_once():
     out = run("chat", "--no-stream", "hello")
     assert out.returncode == 0, out.stderr
-    assert "embedded local" in out.stderr and "GATECELL_BASE_URL" in out.stderr
-    assert out.stdout.strip()
+    (line,) = out.stderr.splitlines()
+    url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)
+    assert line == NOTICE.format(url=url)
+    assert "I am local-chat" in out.stdout
+
+
+def test_a_model_the_gateway_does_not_serve_gets_one_line_naming_those_it_does(gateway_env):
+    explicit = run("chat", "-m", "no-such-model", "hi", env=gateway_env)
+    default = run("chat", "hi", env={**gateway_env, "GATECELL_MODEL": "no-such-model"})
+    for out, how in ((explicit, "choose one with -m MODEL"), (default, "-m MODEL or GATECELL_MODEL")):
+        assert out.returncode == 1
+        (line,) = out.stderr.splitlines()
+        assert line.startswith(
+            "gatecell: 404 from POST /v1/chat/completions: model 'no-such-model' not found"
+        )
+        assert "the gateway does not serve 'no-such-model'; it serves local-chat" in line
+        assert line.endswith(how) and "local-image" not in line  # chat models, those that fit, first
 
 
 def test_serve_answers_with_the_given_key_and_refuses_others():
@@ -119,24 +137,28 @@ def test_serve_answers_with_the_given_key_and_refuses_others():
         proc.wait(timeout=20)
 
 
-def test_lab_serves_the_tutorials_with_the_embedded_gateway(tmp_path):
-    """The README's main command: JupyterLab on notebooks/, its kernels pointed at one gateway."""
+def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path, kernel_cells):
+    """The README's main command: JupyterLab on notebooks/, its kernels pointed at one local
+    gateway that they know as such (``%gatecell config``; the first magic says so once)."""
     port = free_port()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
-    env = {**base, "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
+    runtime = tmp_path / "rt"
+    env = {**base, "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
     proc = subprocess.Popen(
         [*CLI, "lab", "--port", str(port), "--no-browser", "--IdentityProvider.token=gatecell-test"],
         env=env,
+        cwd=tmp_path,  # not a checkout: the tutorials are found where gatecell runs from
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    api = f"http://127.0.0.1:{port}/api"
+    headers = {"Authorization": "token gatecell-test"}
     try:
-        headers = {"Authorization": "token gatecell-test"}
         deadline = time.monotonic() + 90
         while True:
             try:
-                listing = httpx.get(f"http://127.0.0.1:{port}/api/contents", headers=headers)
+                listing = httpx.get(f"{api}/contents", headers=headers)
                 if listing.status_code == 200:
                     break
             except httpx.TransportError:
@@ -146,7 +168,25 @@ def test_lab_serves_the_tutorials_with_the_embedded_gateway(tmp_path):
             time.sleep(0.3)
         names = {item["name"] for item in listing.json()["content"]}
         assert "01-quickstart.ipynb" in names
+        kernel = httpx.post(f"{api}/kernels", headers=headers, json={"name": "python3"}).json()
+        shown = kernel_cells(
+            runtime / f"kernel-{kernel['id']}.json",
+            "import os; print(os.environ.get('GATECELL_BASE_URL'))",
+            "%load_ext gatecell",
+            "%gatecell config",
+            "%chat hello",
+            "%chat hello again",
+        )
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
-    assert "embedded local gateway at http://127.0.0.1:" in out
+    notice = next(line for line in out.splitlines() if line.startswith("gatecell: "))
+    url = re.search(r"http://127\.0\.0\.1:\d+", notice).group(0)
+    assert notice == NOTICE.format(url=url)  # the lab process chose the local gateway, and said so
+    assert all(cell["ok"] for cell in shown), shown
+    assert shown[0]["stdout"] == "None\n"  # the kernels are not told of a configured gateway...
+    config = shown[2]["markdown"]
+    assert f"{url} (local gateway of gatecell lab)" in config and "the local gateway's own" in config
+    assert shown[3]["stderr"] == NOTICE.format(url=url) + "\n"  # ...and use the lab's, saying so once
+    assert "local-chat" in shown[3]["markdown"]
+    assert shown[4]["stderr"] == "" and shown[4]["markdown"]

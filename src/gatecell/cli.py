@@ -9,32 +9,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from gatecell.connect import explain_unserved
+from gatecell.wire.errors import APIError, GatecellError
 
 __all__ = ["main"]
 
 _DEFAULT_MODEL = "local-chat"
+_LAB_HINT = "gatecell lab needs JupyterLab, which is not installed: pip install 'gatecell[lab]'"
+_QUICKSTART = "01-quickstart.ipynb"  # marks a folder holding gatecell's tutorials
 
 
 def _gateway():
-    """A client from the settings, or from the embedded gateway when none is configured."""
+    """A client by the one policy of `gatecell.connect` (`Gateway()` follows it)."""
     from gatecell.wire.client import Gateway
-    from gatecell.wire.settings import resolve
 
-    if resolve().base_url:
-        return Gateway()
-    from gatecell.local.embedded import start
-
-    local = start()
-    print(
-        f"gatecell: no gateway configured, using the embedded local one at {local.base_url} "
-        "(set GATECELL_BASE_URL and GATECELL_API_KEY to use yours)",
-        file=sys.stderr,
-    )
-    return Gateway(base_url=local.base_url, api_key=local.api_key)
+    return Gateway()
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -43,18 +39,24 @@ def _chat(args: argparse.Namespace) -> int:
         prompt = sys.stdin.read()
     messages = [{"role": "system", "content": args.system}] if args.system else []
     messages.append({"role": "user", "content": prompt})
+    model = args.model or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     params = {
-        "model": args.model,
+        "model": model,
         "messages": messages,
         "temperature": args.temperature,
         "top_p": args.top_p,
         "max_tokens": args.max_tokens,
     }
     with _gateway() as gw:
-        if args.no_stream:
-            print(gw.chat(**params).text)
-            return 0
-        stream = gw.chat(**params, stream=True)
+        try:
+            if args.no_stream:
+                print(gw.chat(**params).text)
+                return 0
+            stream = gw.chat(**params, stream=True)
+        except APIError as exc:
+            how = "choose one with -m MODEL" if args.model else "choose one with -m MODEL or GATECELL_MODEL"
+            explain_unserved(exc, model, lambda: _models_or_none(gw), how)
+            raise
         try:
             for fragment in stream:
                 sys.stdout.write(fragment)
@@ -62,6 +64,13 @@ def _chat(args: argparse.Namespace) -> int:
         finally:
             sys.stdout.write("\n")
     return 0
+
+
+def _models_or_none(gw: Any) -> Any:
+    try:
+        return gw.models()
+    except GatecellError:  # the error being explained matters more than this hint
+        return None
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -91,31 +100,68 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    """JupyterLab on the tutorials, its kernels pointed at one embedded gateway."""
+    """JupyterLab on the tutorials, its kernels pointed at the gateway of the one policy.
+
+    When that is the local gateway, it runs here, and the kernels get its address in
+    GATECELL_LOCAL_URL and its key in GATECELL_LOCAL_KEYS, so they use it (and say so) as
+    a plain kernel uses its own, instead of taking it for a configured real gateway.
+    """
+    import importlib.util
     import subprocess
 
-    from gatecell.wire.settings import resolve
-
-    env = dict(os.environ)
-    if not resolve().base_url:
-        from gatecell.local.embedded import start
-
-        local = start()
-        env["GATECELL_BASE_URL"] = local.base_url
-        env["GATECELL_API_KEY"] = local.api_key.reveal()
-        print(f"gatecell: embedded local gateway at {local.base_url}", file=sys.stderr)
-    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={args.notebooks}"]
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(f"gatecell: {_LAB_HINT}", file=sys.stderr)
+        return 1
+    folder = _tutorials(args.notebooks)
+    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}"]
     if args.port:
         command.append(f"--port={args.port}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI machines run as root
         command.append("--allow-root")
-    child = subprocess.Popen(command + args.jupyter_args, env=env)
+    command += args.jupyter_args
+    if args.dry_run:
+        print(shlex.join(command))
+        return 0
+    from gatecell.connect import ENV_LOCAL_URL, choose
+    from gatecell.local.config import ENV_KEYS
+
+    env = dict(os.environ)
+    target = choose()
+    if target.local and target.api_key:
+        env[ENV_LOCAL_URL] = target.base_url
+        env[ENV_KEYS] = target.api_key.reveal()
+    child = subprocess.Popen(command, env=env)
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     while True:
         try:
             return child.wait()
         except KeyboardInterrupt:  # jupyter asks for confirmation itself; serve until it exits
             continue
+
+
+def _tutorials(explicit: str | None) -> Path:
+    """The folder to open: ``--notebooks``; else the tutorials of a checkout (``./notebooks``,
+    or the one gatecell runs from); else a copy of those shipped in the package, made under
+    the user's data folder on first use (site-packages is never written to)."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    here = Path(__file__).resolve().parent
+    for checkout in (Path.cwd() / "notebooks", here.parents[1] / "notebooks"):
+        if (checkout / _QUICKSTART).is_file():
+            return checkout.resolve()
+    shipped = here / "tutorials"
+    if not (shipped / _QUICKSTART).is_file():
+        raise GatecellError(f"no tutorials found (looked for {shipped}); pass --notebooks DIR")
+    import shutil
+
+    from platformdirs import user_data_path
+
+    copy = user_data_path("gatecell") / "tutorials"
+    copy.mkdir(parents=True, exist_ok=True)
+    for notebook in shipped.glob("*.ipynb"):
+        if not (copy / notebook.name).exists():  # the user's edits are theirs
+            shutil.copyfile(notebook, copy / notebook.name)
+    return copy
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -125,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="stream a chat reply to stdout")
     chat.add_argument("prompt", nargs="*", help="the message ('-' or nothing: read stdin)")
-    chat.add_argument("-m", "--model", default=os.environ.get("GATECELL_MODEL", _DEFAULT_MODEL))
+    chat.add_argument("-m", "--model", help=f"default: GATECELL_MODEL, else {_DEFAULT_MODEL}")
     chat.add_argument("-s", "--system", help="system prompt")
     chat.add_argument("-t", "--temperature", type=float, help="0 to 2")
     chat.add_argument("--top-p", type=float, help="0 to 1")
@@ -166,8 +212,16 @@ def _parser() -> argparse.ArgumentParser:
         help="open JupyterLab on the tutorials, served by the embedded gateway",
         description="Other options (--no-browser, ...) are passed on to jupyter lab.",
     )
-    lab.add_argument("--notebooks", default=str(Path.cwd() / "notebooks"))
+    lab.add_argument(
+        "--notebooks",
+        default=os.environ.get("GATECELL_NOTEBOOKS"),
+        help="folder to open (env GATECELL_NOTEBOOKS; default: ./notebooks in a checkout, "
+        "else a copy of the shipped tutorials in the user's data folder)",
+    )
     lab.add_argument("--port", type=int)
+    lab.add_argument(
+        "--dry-run", action="store_true", help="print the jupyter command and exit; start nothing"
+    )
     lab.set_defaults(run=_lab)
     return parser
 
@@ -184,8 +238,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(file=sys.stderr)
         return 130
     except Exception as exc:
-        from gatecell.wire.errors import GatecellError
-
         if args.debug or not isinstance(exc, (GatecellError, OSError)):
             raise
         print(f"gatecell: {exc}", file=sys.stderr)

@@ -70,6 +70,10 @@ class _Handler(BaseHTTPRequestHandler):
                 400,
                 {"error": {"message": "context too long for this model", "type": "invalid_request_error"}},
             )
+        elif mode == "unknown_model":
+            self._json(
+                404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}}
+            )
         elif mode in ("cut", "slow"):
             self._stream(cut_after=5 if mode == "cut" else None)
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import time
 from typing import Any
 
 import pytest
+
+from gatecell.connect import NOTICE
 
 WORDS = 20_000
 
@@ -81,9 +84,10 @@ def test_long_fast_stream_sends_few_display_messages(kernel):
     reply, messages = execute(kc, "%%chat\nrepeat after me: " + " ".join(words), timeout=120)
     seconds = time.monotonic() - started
     assert reply["content"]["status"] == "ok", stream_text(messages, "stderr")
-    # the first magic started the embedded gateway and said so in one line
-    notice = stream_text(messages, "stdout")
-    assert notice.count("\n") == 1 and "GATECELL_BASE_URL" in notice and "%gatecell key" in notice
+    # the first magic started the embedded gateway and said so in one line, on stderr
+    notice = stream_text(messages, "stderr")
+    assert notice == NOTICE.format(url=re.search(r"http://127\.0\.0\.1:\d+", notice).group(0)) + "\n"
+    assert stream_text(messages, "stdout") == ""
     shown = displays(messages)
     final = shown[-1]["content"]
     assert final["data"]["text/markdown"] == " ".join(words)
@@ -97,7 +101,7 @@ def test_long_fast_stream_sends_few_display_messages(kernel):
     # the value was shown live: the cell sends no execute_result on top
     assert not [m for m in messages if m["msg_type"] == "execute_result"]
     reply, messages = execute(kc, "%chat count to 3")
-    assert "local gateway" not in stream_text(messages, "stdout")  # said once only
+    assert "local gateway" not in stream_text(messages, "stderr")  # said once only
 
 
 def test_interrupt_keeps_partial_text(kernel, fault_server):

@@ -29,7 +29,13 @@ def test_load_is_lazy():
 
 @pytest.mark.parametrize("magic", MAGICS)
 def test_every_magic_has_help(run, magic):
-    for code in (f"%%{magic} --help\nignored", f"%{magic} --help"):
+    # IPython alone refuses the empty cell bodies before the magic runs
+    for code in (
+        f"%%{magic} --help\nignored",
+        f"%{magic} --help",
+        f"%%{magic} --help",
+        f"%%{magic} -h\n\n  \n",
+    ):
         result, captured = run(code)
         assert result.success, result.error_in_exec
         assert f"usage: %%{magic}" in captured.stdout
@@ -164,6 +170,52 @@ def test_temperature_out_of_range_sends_nothing(run, gc, fault_server):
         lines = [line for line in captured.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("UsageError:"), lines
     assert len(fault_server.requests) == before
+
+
+def test_an_empty_cell_is_one_line_and_sends_nothing(run, gc, fault_server):
+    gc.session.config.base_url = fault_server.base_url
+    before = len(fault_server.requests)
+    result, captured = run("%%chat -m fault-chat\n\n")
+    assert not result.success
+    assert captured.stderr.strip() == (
+        "UsageError: %chat: nothing to send: write the prompt in the cell, or after the options"
+    )
+    assert len(fault_server.requests) == before
+
+
+def test_a_default_model_the_gateway_does_not_serve_names_those_it_does(run, gc, fault_server):
+    gc.session.config.base_url = fault_server.base_url
+    default, gc.session.config.model = gc.session.config.model, "no-such-model"
+    fault_server.mode = "unknown_model"
+    before = len(fault_server.requests)
+    try:
+        lines = []
+        for cell in ("%chat hello", "%chat hello again", "%chat -m other-model hello"):
+            result, captured = run(cell)
+            assert not result.success
+            lines += captured.stderr.splitlines()
+    finally:
+        gc.session.config.model = default
+    served = "; it serves fault-chat; "
+    assert lines[0] == (
+        "gatecell: 404 from POST /v1/chat/completions: model 'no-such-model' not found. "
+        f"the gateway does not serve 'no-such-model'{served}"
+        "set the default with %config Gatecell.model = '...' or GATECELL_MODEL"
+    )
+    assert lines[1] == lines[0] and len(lines) == 3
+    assert lines[2].endswith(f"does not serve 'other-model'{served}choose one with -m MODEL")
+    models_asked = [r for r in fault_server.requests[before:] if r[:2] == ("GET", "/v1/models")]
+    assert len(models_asked) == 1  # the list is asked once per connection
+
+
+def test_a_refusal_that_is_not_about_the_model_is_left_as_it_is(run, gc, fault_server):
+    gc.session.config.base_url = fault_server.base_url
+    fault_server.mode = "error400"
+    result, captured = run("%chat -m m hello")  # 'm' is unlisted, but the message is not about it
+    assert not result.success
+    assert captured.stderr.strip() == (
+        "gatecell: 400 from POST /v1/chat/completions: context too long for this model"
+    )
 
 
 def test_key_is_refused_on_the_line(run, fault_server):

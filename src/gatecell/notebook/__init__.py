@@ -3,8 +3,9 @@
 Loading is cheap on purpose: nothing here imports the client, ipywidgets or the local
 gateway; the first magic that needs them does. Loading also installs two things in the
 shell: a handler that prints gatecell's errors (from a magic or from any code) as one
-line instead of a traceback, and a hook that settles the values magics return (see
-`values`). Unloading removes both.
+line instead of a traceback, a hook that settles the values magics return (see
+`values`), and two input transformers (`_keep_questions`, `_empty_cells`). Unloading
+removes them all.
 """
 
 from __future__ import annotations
@@ -77,11 +78,13 @@ def load_ipython_extension(ipython: Any) -> None:
     previous = (ipython.custom_exceptions, getattr(ipython, "CustomTB", None))
     ipython.set_custom_exc((GatecellError, Interrupted), _show_error)
     ipython.events.register("post_run_cell", _settle)
-    ipython.input_transformers_cleanup.append(_keep_questions)
+    ipython.input_transformers_cleanup.extend(_TRANSFORMERS)
     _STATE[id(ipython)] = {"magics": magics, "config": config, "previous": previous}
 
 
-_QUESTION = re.compile(r"^%(chat|reason|image|speak|imagine|video|music)[ \t]+(\S.*\?)[ \t]*$")
+_MAGICS = "chat|reason|image|speak|imagine|video|music"  # gatecell's cell magics (line magics too)
+_QUESTION = re.compile(rf"^%({_MAGICS})[ \t]+(\S.*\?)[ \t]*$")
+_CELL_MAGIC = re.compile(rf"^%%({_MAGICS})(?:[ \t](.*))?$")
 
 
 def _keep_questions(lines: list[str]) -> list[str]:
@@ -101,6 +104,25 @@ def _keep_questions(lines: list[str]) -> list[str]:
             else line
         )
     return out
+
+
+def _empty_cells(lines: list[str]) -> list[str]:
+    """``%%chat --help`` alone in a cell shows the help, as it does with a prompt below.
+
+    IPython refuses a cell magic with an empty body before the magic runs; for gatecell's
+    magics this hands such a cell to the magic itself, which shows the help for ``--help``
+    and otherwise says in one line that there is nothing to send.
+    """
+    if not lines or any(line.strip() for line in lines[1:]):
+        return lines
+    match = _CELL_MAGIC.match(lines[0].rstrip("\r\n"))
+    if not match:
+        return lines
+    name, line = match.group(1), (match.group(2) or "").strip()
+    return [f"get_ipython().find_cell_magic({name!r})({line!r}, '')\n"]
+
+
+_TRANSFORMERS = (_keep_questions, _empty_cells)
 
 
 def _settle(*_args: Any) -> None:
@@ -125,6 +147,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if handler is not None:
         ipython.CustomTB = handler
     ipython.events.unregister("post_run_cell", _settle)
-    if _keep_questions in ipython.input_transformers_cleanup:
-        ipython.input_transformers_cleanup.remove(_keep_questions)
+    for transformer in _TRANSFORMERS:
+        if transformer in ipython.input_transformers_cleanup:
+            ipython.input_transformers_cleanup.remove(transformer)
     magics.session.disconnect()

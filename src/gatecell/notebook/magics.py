@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -178,6 +179,27 @@ class GatecellMagics(Magics):
         self._store(ns, value)
         return value
 
+    @contextmanager
+    def _serving(self, ns: argparse.Namespace, model: str, trait: str) -> Iterator[None]:
+        """A 400/404 on a model the gateway does not list also says which models it does
+        list (asked once per connection) and how to choose one."""
+        from gatecell.wire.errors import APIError
+
+        try:
+            yield
+        except APIError as exc:
+            from gatecell.connect import explain_unserved
+
+            from .config import ENV
+
+            how = (
+                "choose one with -m MODEL"
+                if getattr(ns, "model", None)
+                else f"set the default with %config Gatecell.{trait} = '...' or {ENV[trait][0]}"
+            )
+            explain_unserved(exc, model, self.session.served, how)
+            raise
+
     def _store(self, ns: argparse.Namespace, value: Any) -> None:
         if getattr(ns, "out", None):
             self.namespace[ns.out] = value
@@ -194,15 +216,17 @@ class GatecellMagics(Magics):
         elif self.defaults.system and not conv.turns:
             conv.set_system(self.defaults.system)
         model = ns.model or self.defaults.model
-        return self._converse(
-            ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
-        )
+        with self._serving(ns, model, "model"):
+            return self._converse(
+                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
+            )
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
         model = ns.model or self.defaults.reasoning_model
-        return self._converse(
-            ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort
-        )
+        with self._serving(ns, model, "reasoning_model"):
+            return self._converse(
+                ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort
+            )
 
     def _converse(
         self,
@@ -264,7 +288,10 @@ class GatecellMagics(Magics):
         from .display import provenance
 
         model = ns.model or self.defaults.image_model
-        result = self.session.gateway.image(model, prompt, size=ns.size or self.defaults.image_size or None)
+        with self._serving(ns, model, "image_model"):
+            result = self.session.gateway.image(
+                model, prompt, size=ns.size or self.defaults.image_size or None
+            )
         prov = provenance(result.meta, model=model)
         if not result.images:
             return self._unrecognised("no image in the reply", result.raw, prov)
@@ -276,7 +303,8 @@ class GatecellMagics(Magics):
         model = ns.model or self.defaults.tts_model
         voice = ns.voice or self.defaults.voice
         extra = {"response_format": ns.format} if ns.format else {}
-        audio = self.session.gateway.speech(model, voice, prompt, **extra)
+        with self._serving(ns, model, "tts_model"):
+            audio = self.session.gateway.speech(model, voice, prompt, **extra)
         return self._show_all(ns, [audio], provenance(audio.meta, model=model, voice=voice), "speech")
 
     def _show_all(self, ns: argparse.Namespace, media: list[Any], prov: dict[str, Any], name: str) -> Any:
@@ -319,7 +347,13 @@ class GatecellMagics(Magics):
         return self._submit(ns, lambda gw: gw.imagine(prompt))
 
     def _video(self, ns: argparse.Namespace, prompt: str) -> Any:
-        return self._submit(ns, lambda gw: gw.video(ns.model or self.defaults.video_model, prompt))
+        model = ns.model or self.defaults.video_model
+
+        def submit(gw: Any) -> Any:
+            with self._serving(ns, model, "video_model"):
+                return gw.video(model, prompt)
+
+        return self._submit(ns, submit)
 
     def _music(self, ns: argparse.Namespace, prompt: str) -> Any:
         return self._submit(

@@ -1,9 +1,10 @@
 """The notebook's state: its gateway, its conversations and the jobs it started.
 
-The gateway is made on first use, not at ``%load_ext``: from ``Gatecell.base_url`` or the
-environment (``GATECELL_BASE_URL``/``OPENAI_BASE_URL``), with the key from ``%gatecell key``
-or the environment. When no address is configured anywhere, the embedded local gateway is
-started (once per process) and one line says so, so a fresh notebook works offline.
+The gateway is made on first use, not at ``%load_ext``, by the policy of `gatecell.connect`
+that `Gateway()` and the CLI follow too: ``Gatecell.base_url`` or the environment
+(``GATECELL_BASE_URL``/``OPENAI_BASE_URL``), with the key from ``%gatecell key`` or the
+environment; with no address anywhere, the local gateway (``gatecell lab``'s, or one started
+in this process), announced once, so a fresh notebook works offline.
 """
 
 from __future__ import annotations
@@ -14,17 +15,12 @@ from .memory import Memory
 
 if TYPE_CHECKING:
     from gatecell.wire.client import Gateway
+    from gatecell.wire.results import ModelList
     from gatecell.wire.secret import Secret
 
     from .config import Gatecell
 
-__all__ = ["NotebookSession", "LOCAL_NOTICE"]
-
-LOCAL_NOTICE = (
-    "gatecell: no gateway configured, so the local gateway is serving offline models at {url}; "
-    "to use a real gateway set GATECELL_BASE_URL and GATECELL_API_KEY "
-    "(or %config Gatecell.base_url = '...' and %gatecell key)."
-)
+__all__ = ["NotebookSession"]
 
 
 class NotebookSession:
@@ -37,34 +33,37 @@ class NotebookSession:
         self.key_source: str | None = None
         self._key: Secret | None = None
         self._gateway: Gateway | None = None
-        self._local_url: str | None = None
+        self._local = False
+        self._models: ModelList | None = None
         config.observe(lambda _change: self.disconnect(), "base_url")
 
     @property
     def gateway(self) -> Gateway:
         """The client every magic uses; connected on first use."""
         if self._gateway is None:
-            self._gateway = self._connect()
+            from gatecell.connect import choose
+            from gatecell.wire.client import Gateway
+
+            target = choose(self.config.base_url or None, self._key)
+            self._gateway = Gateway(base_url=target.base_url, api_key=target.api_key)
+            self._local = target.local
         return self._gateway
 
     @property
     def local(self) -> bool:
-        """True when the magics talk to the embedded local gateway."""
-        return self._gateway is not None and self._local_url == self._gateway.base_url
+        """True when the magics talk to the local gateway (embedded, or ``gatecell lab``'s)."""
+        return self._gateway is not None and self._local
 
-    def _connect(self) -> Gateway:
-        from gatecell.wire.client import Gateway
-        from gatecell.wire.settings import resolve
+    def served(self) -> ModelList | None:
+        """The gateway's model list, asked once per connection; None when it cannot be had."""
+        if self._models is None:
+            from gatecell.wire.errors import GatecellError
 
-        settings = resolve(self.config.base_url or None, self._key)
-        if settings.base_url:
-            return Gateway(base_url=settings.base_url, api_key=settings.api_key)
-        from gatecell.local import embedded
-
-        served = embedded.start()
-        self._local_url = served.base_url
-        print(LOCAL_NOTICE.format(url=served.base_url), flush=True)
-        return Gateway(base_url=served.base_url, api_key=served.api_key)
+            try:
+                self._models = self.gateway.models()
+            except GatecellError:  # only ever a hint: the error being explained matters more
+                return None
+        return self._models
 
     def set_key(self, key: Secret, source: str = "%gatecell key") -> None:
         """Use ``key`` from now on (it lives in this process only, never in the notebook)."""
@@ -82,21 +81,29 @@ class NotebookSession:
         if self._gateway is not None:
             self._gateway.close()
             self._gateway = None
+        self._models = None
 
     def describe(self) -> dict[str, Any]:
         """Where requests go and whether a key is set, without showing any part of it."""
+        from gatecell.connect import local_url
         from gatecell.wire.settings import resolve
 
         settings = resolve(self.config.base_url or None, self._key)
-        if self._key is not None:
+        handed_down = local_url()
+        if self._gateway is not None:
+            url = self._gateway.base_url + (" (local gateway)" if self.local else "")
+        elif settings.base_url:
+            url = settings.base_url + (" (local gateway)" if settings.base_url == handed_down else "")
+        elif handed_down:
+            url = f"{handed_down} (local gateway of gatecell lab)"
+        else:
+            url = "local gateway (started on first use)"
+        if self.local or (self._gateway is None and not settings.base_url):
+            key = "the local gateway's own"
+        elif self._key is not None:
             key = f"set ({self.key_source})"
         elif settings.api_key is not None:
             key = "set (environment)"
-        elif self.local:
-            key = "the local gateway's own"
         else:
             key = "not set"
-        url = settings.base_url or "local gateway (started on first use)"
-        if self._gateway is not None:
-            url = self._gateway.base_url + (" (local gateway)" if self.local else "")
         return {"gateway": url, "api key": key}

@@ -32,7 +32,7 @@ from .decoders import (
     ResponsesDecoder,
 )
 from .error_mapping import body_error, connection_error, json_body
-from .errors import APIError, ConfigError, InvalidRequest
+from .errors import APIError, InvalidRequest
 from .exchange import Call, Program, Read, Send, Sleep, exchange, logger
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
@@ -40,7 +40,7 @@ from .retry import RetryPolicy
 from .routing import PatternLike, Router, to_chat, to_responses
 from .schemas import ChatCompletion
 from .secret import Secret
-from .settings import ENV_BASE_URL, env_number, resolve
+from .settings import env_number, resolve
 from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream, Closing, TextStream
 
 __all__ = [
@@ -148,8 +148,11 @@ class _Endpoints:
         job_interval: float = 2.0,
     ) -> None:
         settings = resolve(base_url, api_key)
-        if not settings.base_url:
-            raise ConfigError(f"no gateway address: pass base_url= or set {' or '.join(ENV_BASE_URL)}")
+        if not settings.base_url:  # nothing configured: gatecell.connect's policy, the local gateway
+            from gatecell.connect import choose
+
+            settings = choose()
+        assert settings.base_url is not None  # for mypy: the policy always finds one
         self.base_url: str = settings.base_url
         # Unset numbers come from GATECELL_TIMEOUT, GATECELL_CONNECT_TIMEOUT,
         # GATECELL_STREAM_IDLE_TIMEOUT, GATECELL_REQUEST_TIMEOUT and GATECELL_MAX_RETRIES.

@@ -6,6 +6,7 @@ Any key a gateway echoes is masked before it reaches a message, a body or a log 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -70,7 +71,7 @@ def api_error(response: httpx.Response, key: Secret | None, call: Call, body: An
         type=kind,
         request_id=request_id_of(response.headers),
         body=body,
-        hint=_hint(status),
+        hint=_hint(status, f"{message} {kind or ''}"),
     )
     if isinstance(error, RateLimitError):
         error.retry_after = retry_after(response.headers)
@@ -84,7 +85,14 @@ def body_error(response: httpx.Response, body: Any, key: Secret | None, call: Ca
     return None
 
 
-def _hint(status: int) -> str | None:
-    if status == 401:
+# A 400 that is about the key: LiteLLM's proxy answers a key it does not know with 400
+# "No connected db." (type no_db_connection) when it keeps no key database.
+_AUTH_SHAPED = re.compile(
+    r"api[ _-]?key|invalid key|(un)?authori[sz]|authenticat|credential|no_db_connection", re.I
+)
+
+
+def _hint(status: int, text: str) -> str | None:
+    if status == 401 or (status == 400 and _AUTH_SHAPED.search(text)):
         return "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
     return None

@@ -188,11 +188,20 @@ def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
 
     Shapes: chat format ``{"error": {"message", "type", "code"}}``, native messages
     ``{"type": "error", "error": {"type", "message"}}``, generate-content
-    ``{"error": {"code", "message", "status"}}``, a bare ``{"error": "text"}``, and the
+    ``{"error": {"code", "message", "status"}}``, a bare ``{"error": "text"}``, FastAPI's
+    ``{"detail": "text" | {...} | [{"msg"}]}`` (LiteLLM's proxy sends it), and the
     job-style ``{"code": 24, "description"}`` / ``{"code": "error", "message"}``.
     """
     if not isinstance(body, dict):
         return None
+    detail = body.get("detail")
+    if isinstance(detail, list):
+        detail = "; ".join(str(d["msg"]) for d in detail if isinstance(d, dict) and d.get("msg"))
+    if isinstance(detail, dict):
+        found = error_message(detail)
+        detail = found[0] if found else detail.get("message") or detail.get("msg")
+    if isinstance(detail, str) and detail:
+        return detail, None, None
     err = body.get("error")
     if isinstance(err, str):
         return err, None, None

@@ -79,7 +79,14 @@ class ResponseMeta:
         )
 
 
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-oneapi-request-id", "x-amzn-requestid", "cf-ray")
+_REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "x-oneapi-request-id",
+    "x-litellm-call-id",
+    "x-amzn-requestid",
+    "cf-ray",
+)
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
@@ -350,11 +357,45 @@ class Reply:
 # -- models -----------------------------------------------------------------------------
 
 
+# What gateways call the endpoints a model serves, as the paths of SPEC 4: new-api's
+# ``supported_endpoint_types`` and LiteLLM's ``mode``. Names not listed are kept as they are.
+_ENDPOINT_NAMES = {
+    "openai": "/v1/chat/completions",
+    "chat": "/v1/chat/completions",
+    "openai-response": "/v1/responses",
+    "responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+    "gemini": "/v1beta/models/{model}:generateContent",
+    "image-generation": "/v1/images/generations",
+    "image_generation": "/v1/images/generations",
+    "audio_speech": "/v1/audio/speech",
+    "openai-video": "/v1/videos",
+    "video_generation": "/v1/videos",
+    "embeddings": "/v1/embeddings",
+    "embedding": "/v1/embeddings",
+    "completion": "/v1/completions",
+}
+
+
+def _endpoints(item: dict[str, Any]) -> list[str] | None:
+    """The paths a model entry says it serves, or None when it does not say."""
+    declared = item.get("supported_endpoints") or item.get("supported_endpoint_types")
+    if not isinstance(declared, list):
+        mode = item.get("mode")
+        declared = [mode] if isinstance(mode, str) and mode else None
+    if declared is None:
+        return None
+    paths = (_ENDPOINT_NAMES.get(e.lower(), e) for e in declared if isinstance(e, str))
+    return [p.replace("{model}", item["id"]) for p in paths]
+
+
 @dataclass
 class Model:
     id: str
     owned_by: str | None
-    endpoints: list[str] | None  # ``supported_endpoints`` or ``supported_endpoint_types``
+    # SPEC 4 paths from ``supported_endpoints``, ``supported_endpoint_types`` (new-api) or
+    # ``mode`` (LiteLLM); None when the gateway does not say. ``raw`` keeps the entry as sent.
+    endpoints: list[str] | None
     raw: dict[str, Any]
 
 
@@ -369,19 +410,24 @@ class ModelList:
     @classmethod
     def from_body(cls, body: Any, meta: ResponseMeta | None = None) -> ModelList:
         items = body.get("data") if isinstance(body, dict) else body
-        models = []
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                endpoints = item.get("supported_endpoints") or item.get("supported_endpoint_types")
-                models.append(
-                    Model(
-                        item["id"],
-                        item.get("owned_by"),
-                        list(endpoints) if isinstance(endpoints, list) else None,
-                        item,
-                    )
-                )
+        models = [
+            Model(item["id"], item.get("owned_by"), _endpoints(item), item)
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, dict) and isinstance(item.get("id"), str)
+        ]
         return cls(models, body, meta)
+
+    def suggest(self, model: str, path: str | None = None, limit: int = 5) -> str | None:
+        """When ``model`` is not listed, one clause naming a few that are: those that serve
+        ``path`` (or do not say what they serve) first. None when it is listed, or the list
+        is empty."""
+        if model in self or not self.models:
+            return None
+        fitting = [m.id for m in self.models if path is None or m.endpoints is None or path in m.endpoints]
+        ids = (fitting or self.ids)[:limit]
+        more = len(fitting or self.ids) - len(ids)
+        served = ", ".join(ids) + (f" and {more} more" if more > 0 else "")
+        return f"the gateway does not serve {model!r}; it serves {served}"
 
     @property
     def ids(self) -> list[str]:

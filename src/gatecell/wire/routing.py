@@ -2,8 +2,10 @@
 
 SPEC 1 and 4 note 3 say reasoning models must be called through /v1/responses, but no
 list of them exists. So the client learns it three ways: from the model list when the
-gateway says which endpoints a model supports, from configurable name patterns, and from
-the gateway's own refusal on chat completions (then it retries once and remembers).
+gateway says which endpoints a model supports (``supported_endpoints``, new-api's
+``supported_endpoint_types``, LiteLLM's ``mode``: see `results.Model`), from configurable
+name patterns, and from the gateway's own refusal on chat completions (then it retries once
+and remembers).
 """
 
 from __future__ import annotations
@@ -34,19 +36,20 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
 _REFUSAL = re.compile(
     r"v1/responses|responses (api|endpoint)|only supported (in|by|on|with) .*responses", re.IGNORECASE
 )
-_CHAT_MARKS = {"/v1/chat/completions", "openai", "chat", "chat/completions"}
-_RESPONSES_MARKS = {"/v1/responses", "openai-response", "responses"}
+_CHAT = "/v1/chat/completions"
+_RESPONSES = "/v1/responses"
 
 PatternLike = Union[str, Pattern[str]]  # noqa: UP007 - a runtime alias on 3.10
 
 
 def responses_only(endpoints: Iterable[str]) -> bool | None:
-    """From a model's ``supported_endpoints`` / ``supported_endpoint_types``: True, False or unknown."""
-    marks = {e.lower() for e in endpoints if isinstance(e, str)}
-    if marks & _RESPONSES_MARKS and not marks & _CHAT_MARKS:
-        return True
-    if marks & _CHAT_MARKS:
+    """From a `Model`'s ``endpoints`` (SPEC 4 paths, whatever the gateway called them):
+    True, False or unknown."""
+    paths = {e.rstrip("/").lower() for e in endpoints if isinstance(e, str)}
+    if _CHAT in paths:
         return False
+    if _RESPONSES in paths:
+        return True
     return None
 
 
@@ -72,7 +75,8 @@ class Router:
         return known
 
     def learn(self, models: Iterable[Model]) -> None:
-        """Take what a model list says about endpoints."""
+        """Take what a model list says about endpoints: a model the gateway lists for
+        responses and not for chat completions goes to /v1/responses, whatever its name."""
         for model in models:
             verdict = responses_only(model.endpoints) if model.endpoints else None
             if verdict is not None:
