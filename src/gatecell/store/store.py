@@ -303,7 +303,10 @@ class Store:
                     batch.append(self._queue.get_nowait())
             entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
             if entries:
-                self._write(entries)
+                try:
+                    self._write(entries)
+                except Exception as exc:  # the writer must outlive anything: flush() waits on it
+                    self._fail(exc)
                 with self._lock:
                     self._written += len(entries)
             for item in batch:
