@@ -89,9 +89,14 @@ def _busy(exc: sqlite3.Error) -> bool:
 
 
 def _reason(path: Path, exc: BaseException) -> str:
+    """Why the store stopped, in words a user can act on."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return f"{path} is not a usable SQLite database ({text}); move it away to start a new log"
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_IOERR_WRITE":  # Python 3.11+ names the error
+        text += " (a write failed: is the disk full?)"
+    elif path.parent.is_dir() and not os.access(path.parent, os.W_OK):
+        text += f" ({path.parent} is not writable)"
     return f"cannot use {path}: {text}"
 
 
