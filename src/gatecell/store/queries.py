@@ -71,10 +71,13 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
 
 # -- the log ------------------------------------------------------------------------------
 
-_EXCHANGE_FIELDS = (
-    "id, time, endpoint, model, api, gateway, params_json, prompt, messages_json, response, reasoning, "
-    "prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, latency, status, error, request_id, "
-    "conversation, notebook, cached, partial, media_type, media_size, media_sha256"
+_EXCHANGE_FIELDS = ", ".join(
+    f"e.{name}"
+    for name in (
+        "id time endpoint model api gateway params_json prompt messages_json response reasoning "
+        "prompt_tokens completion_tokens reasoning_tokens total_tokens latency status error request_id "
+        "conversation notebook cached partial media_type media_size media_sha256"
+    ).split()
 )
 _TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens")
 
@@ -119,18 +122,8 @@ def search_terms(text: str) -> list[str]:
     return [term for term in text.split() if _WORD.search(term)]
 
 
-def _search(conn: sqlite3.Connection, text: str, where: list[str], args: list[Any]) -> None:
-    terms = search_terms(text)
-    if not terms:  # punctuation only: nothing FTS5 can index, so a plain substring match
-        terms = [text.strip()]
-    elif has_fts(conn):
-        where.append("id IN (SELECT rowid FROM exchanges_fts WHERE exchanges_fts MATCH ?)")
-        args.append(" ".join('"' + term.replace('"', '""') + '"*' for term in terms))
-        return
-    for term in terms:
-        pattern = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where.append("(prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\')")
-        args += [pattern, pattern]
+def _like(term: str) -> str:
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def exchanges(
@@ -140,21 +133,35 @@ def exchanges(
     model: str | None = None,
     conversation: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The newest ``n`` exchanges (all with ``n`` None or 0), newest first, filtered."""
+    """The last ``n`` exchanges logged (all with ``n`` None or 0), newest first, filtered.
+
+    ``q``: with FTS5, every word as a word prefix, walking the index newest first so that a
+    common word stops after ``n`` matches; without it (or for punctuation alone), every word
+    as a substring of the prompt or reply, by LIKE.
+    """
+    source, order = "exchanges AS e", "e.id"
     where: list[str] = []
     args: list[Any] = []
-    if q and q.strip():
-        _search(conn, q, where, args)
+    terms = search_terms(q or "")
+    if terms and has_fts(conn):
+        # The index first (CROSS JOIN keeps it outside), in rowid order: no sort, early stop.
+        source, order = "exchanges_fts AS f CROSS JOIN exchanges AS e ON e.id = f.rowid", "f.rowid"
+        where.append("exchanges_fts MATCH ?")
+        args.append(" ".join('"' + term.replace('"', '""') + '"*' for term in terms))
+    elif q and q.strip():
+        for term in terms or [q.strip()]:
+            where.append("(e.prompt LIKE ? ESCAPE '\\' OR e.response LIKE ? ESCAPE '\\')")
+            args += [_like(term)] * 2
     if model:
-        where.append("model = ?")
+        where.append("e.model = ?")
         args.append(model)
     if conversation:
-        where.append("conversation = ?")
+        where.append("e.conversation = ?")
         args.append(conversation)
-    sql = f"SELECT {_EXCHANGE_FIELDS} FROM exchanges"
+    sql = f"SELECT {_EXCHANGE_FIELDS} FROM {source}"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY time DESC, id DESC"
+    sql += f" ORDER BY {order} DESC"
     if n:
         sql += " LIMIT ?"
         args.append(n)
@@ -164,9 +171,8 @@ def exchanges(
 def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
     """The turns of conversation ``name`` in order, oldest first; failed exchanges left out
     (they added nothing to it), interrupted ones kept and marked ``partial``."""
-    sql = (
-        f"SELECT {_EXCHANGE_FIELDS} FROM exchanges WHERE conversation = ? AND error IS NULL ORDER BY time, id"
-    )
+    sql = f"SELECT {_EXCHANGE_FIELDS} FROM exchanges AS e WHERE conversation = ? AND error IS NULL"
+    sql += " ORDER BY time, id"
     return [_exchange(row) for row in conn.execute(sql, (name,))]
 
 

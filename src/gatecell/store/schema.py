@@ -115,7 +115,7 @@ def _tables(conn: sqlite3.Connection) -> None:
         "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0"
     )
     conn.execute("CREATE INDEX exchanges_time ON exchanges (time)")
-    conn.execute("CREATE INDEX exchanges_model ON exchanges (model, time)")
+    conn.execute("CREATE INDEX exchanges_model ON exchanges (model)")
     conn.execute("CREATE INDEX exchanges_conversation ON exchanges (conversation, time)")
     conn.execute(
         """CREATE TABLE jobs (
