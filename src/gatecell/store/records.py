@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -197,44 +197,28 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
     return prompt, completion, reasoning, total
 
 
-EXCHANGE_COLUMNS = (
-    "time",
-    "endpoint",
-    "model",
-    "api",
-    "gateway",
-    "params_json",
-    "prompt",
-    "messages_json",
-    "response",
-    "reasoning",
-    "prompt_tokens",
-    "completion_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "usage_json",
-    "latency",
-    "status",
-    "error",
-    "request_id",
-    "conversation",
-    "notebook",
-    "cached",
-    "partial",
-    "cache_key",
-    "media_type",
-    "media_size",
-    "media_sha256",
-    "media",
-    "response_json",
+EXCHANGE_COLUMNS = tuple(
+    "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
+    "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json".split()
 )
+JOB_COLUMNS = tuple(
+    "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
+)
+
+
+def _cleaner(secrets: Secrets) -> Callable[[str | None], str | None]:
+    """Redaction of every text of one entry: its own secrets, and anything shaped like a key."""
+
+    def clean(text: str | None) -> str | None:
+        return redact(text, *secrets) if text else text
+
+    return clean
 
 
 def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     """The ``exchanges`` row of an entry, every text redacted."""
-
-    def clean(text: str | None) -> str | None:
-        return redact(text, *e.secrets) if text else text
+    clean = _cleaner(e.secrets)
 
     body = _parsed(e.request)
     key = e.cache_key
@@ -285,25 +269,9 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     )
 
 
-JOB_COLUMNS = (
-    "gateway",
-    "kind",
-    "job_id",
-    "model",
-    "prompt",
-    "state",
-    "progress",
-    "error",
-    "notebook",
-    "created",
-    "updated",
-    "body_json",
-)
-
-
 def job_row(j: JobEntry) -> tuple[Any, ...]:
-    def clean(text: str | None) -> str | None:
-        return redact(text, *j.secrets) if text else text
+    """The ``jobs`` row of an entry, every text redacted."""
+    clean = _cleaner(j.secrets)
 
     at = iso(j.at)
     body = j.body if isinstance(j.body, str) else _json(j.body)
