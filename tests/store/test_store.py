@@ -48,6 +48,17 @@ def test_log_returns_while_the_file_is_locked_and_commits_in_batches(store: Stor
     assert store.batches <= 4  # 201 rows in a handful of transactions, not one each
 
 
+def test_logging_after_close_starts_a_new_writer(store: Store):
+    store.log(CHAT, "m", chat_body("before close"), text="one")
+    store.close()
+    assert count(store.path) == 1  # close flushed
+    store.log(CHAT, "m", chat_body("after close"), text="two")
+    store.close()
+    store.log(CHAT, "m", chat_body("after the second close"), text="three")
+    assert store.flush(30)
+    assert [r["response"] for r in store.logs()] == ["three", "two", "one"]
+
+
 def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, monkeypatch: pytest.MonkeyPatch):
     threads: list[str] = []
     real = gatecell.store.records.redact

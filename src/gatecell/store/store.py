@@ -151,7 +151,6 @@ class Store:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._writer: sqlite3.Connection | None = None
         self._local = threading.local()
         self._queued = 0  # entries put on the queue
         self._written = 0  # entries the writer is done with
@@ -275,7 +274,9 @@ class Store:
     def _put(self, entry: ExchangeEntry | JobEntry) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="gatecell-store", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, args=(self._queue,), name="gatecell-store", daemon=True
+                )
                 self._thread.start()
             self._queued += 1
             self._queue.put(entry)
@@ -294,22 +295,26 @@ class Store:
         """Flush, then end the writer thread and close its connection. Logging again
         starts a new writer."""
         with self._lock:
-            thread, self._thread = self._thread, None
+            thread, ending = self._thread, self._queue
             if thread is None:
                 return
-            self._queue.put(_STOP)
+            # A writer started later gets a queue of its own: each thread owns its queue and
+            # connection, so an old one finishing never shares either with a new one.
+            self._thread, self._queue = None, queue.SimpleQueue()
+            ending.put(_STOP)
         thread.join(timeout)
 
-    def _run(self) -> None:
+    def _run(self, entries_queue: queue.SimpleQueue[Any]) -> None:
+        conn: sqlite3.Connection | None = None
         while True:
-            batch = [self._queue.get()]
+            batch = [entries_queue.get()]
             with contextlib.suppress(queue.Empty):
                 while len(batch) < _BATCH:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(entries_queue.get_nowait())
             entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
             if entries:
                 try:
-                    self._write(entries)
+                    conn = self._write(entries, conn)
                 except Exception as exc:  # the writer must outlive anything: flush() waits on it
                     self._fail(exc)
                 with self._lock:
@@ -318,12 +323,14 @@ class Store:
                 if isinstance(item, threading.Event):
                     item.set()
             if _STOP in batch:
-                if self._writer is not None:
-                    self._writer.close()
-                    self._writer = None
+                if conn is not None:
+                    conn.close()
                 return
 
-    def _write(self, entries: list[ExchangeEntry | JobEntry]) -> None:
+    def _write(
+        self, entries: list[ExchangeEntry | JobEntry], conn: sqlite3.Connection | None
+    ) -> sqlite3.Connection | None:
+        """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
         exchanges, jobs = [], []
         for entry in entries:
             try:
@@ -337,23 +344,24 @@ class Store:
                 )
         for attempt in range(_ATTEMPTS):
             if self.off is not None or not (exchanges or jobs):
-                return
+                break
             try:
-                if self._writer is None:
-                    self._writer = connect(self.path)
-                self._commit(self._writer, exchanges, jobs)
+                if conn is None:
+                    conn = connect(self.path)
+                self._commit(conn, exchanges, jobs)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
-                    return
+                    break
                 time.sleep(0.1 * (attempt + 1))
             except (sqlite3.Error, OSError) as exc:
                 self._fail(exc)
-                return
+                break
             else:
                 self.batches += 1
                 self.rows += len(exchanges) + len(jobs)
-                return
+                break
+        return conn
 
     @staticmethod
     def _commit(
@@ -458,7 +466,7 @@ class Store:
     def _forget_after_fork(self) -> None:
         """In a forked child: the writer thread did not come along, and the parent's
         connections and queued entries are the parent's business. Start afresh."""
-        _ORPHANS.append((self._writer, self._local))  # never closed here: they are the parent's
+        _ORPHANS.append(self._local)  # its connections are never closed here: they are the parent's
         self._setup()
 
 
@@ -471,6 +479,8 @@ def _close_all() -> None:
 
 
 def _after_fork() -> None:
+    global _warned_lock
+    _warned_lock = threading.Lock()  # another thread may have held it at the fork
     for store in list(_STORES):
         store._forget_after_fork()
 
