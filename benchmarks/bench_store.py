@@ -334,6 +334,15 @@ def main() -> None:
             None,
         ),
     ]
+    print("\nsummary")
+    print_table(
+        ["measure", "gatecell", "peer (same run)", "ratio", "target", "met"],
+        [
+            [r["measure"], r["gatecell"], r["peer"], "" if r["ratio"] is None else f"{r['ratio']:.2f}x",
+             r["target"], "" if r["met"] is None else ("yes" if r["met"] else "NO")]
+            for r in summary
+        ],
+    )  # fmt: skip
     save(
         "bench_store",
         __doc__ or "",

@@ -59,6 +59,18 @@ def test_logging_after_close_starts_a_new_writer(store: Store):
     assert [r["response"] for r in store.logs()] == ["three", "two", "one"]
 
 
+def test_an_entry_that_cannot_be_logged_costs_only_itself(store: Store, capsys: pytest.CaptureFixture[str]):
+    store.log(CHAT, "m", chat_body("fine before"), text="one")
+    store.log("/v1/images/generations", "img", {"prompt": "odd"}, media="not bytes")  # type: ignore[arg-type]
+    store.log(CHAT, "m", chat_body("fine after"), text="two")
+    assert store.flush(30) and store.off is None
+    assert [r["prompt"] for r in store.logs()] == ["fine after", "fine before"]
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gatecell: an exchange could not be logged (TypeError: ")
+    store.log(CHAT, "m", chat_body("still logging"), text="three")
+    assert store.flush(30) and len(store.logs()) == 3
+
+
 def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, monkeypatch: pytest.MonkeyPatch):
     threads: list[str] = []
     real = gatecell.store.records.redact
