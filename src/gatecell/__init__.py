@@ -25,6 +25,7 @@ _LAZY = {
     "StreamError": "gatecell.wire.errors",
     "StreamTimeoutError": "gatecell.wire.errors",
     "JobError": "gatecell.wire.errors",
+    "logs": "gatecell.store",
 }
 
 __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gatecell.notebook.widgets.dashboard import dashboard
+    from gatecell.store import logs
     from gatecell.wire.client import AsyncGateway, Gateway
     from gatecell.wire.errors import (
         APIConnectionError,

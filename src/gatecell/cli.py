@@ -223,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the jupyter command and exit; start nothing"
     )
     lab.set_defaults(run=_lab)
+    _add_store_commands(sub)
     return parser
 
 
@@ -242,3 +243,92 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"gatecell: {exc}", file=sys.stderr)
         return 1
+
+
+# -- the store's readers: logs, usage, jobs ------------------------------------------------
+
+
+def _log_store():
+    """The log the settings name, for reading only; None (said on stderr) when there is none yet."""
+    from gatecell.store import Store, settings
+
+    path = settings().path
+    if not path.exists():
+        print(f"gatecell: no log yet at {path}", file=sys.stderr)
+        return None
+    return Store(path, log=False)
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from gatecell.store.report import exchange_text, json_line
+
+    store = _log_store()
+    if store is None:
+        return 0
+    rows = store.logs(n=args.count, q=args.query, model=args.model, conversation=args.conversation)
+    for row in reversed(rows):  # oldest first: the newest ends up last, nearest the prompt
+        print(json_line(row) if args.json else exchange_text(row))
+    return 0
+
+
+def _usage(args: argparse.Namespace) -> int:
+    from gatecell.store import settings
+    from gatecell.store.prices import load_prices
+    from gatecell.store.report import json_line, since_value, usage_table
+
+    since = since_value(args.since) if args.since else None
+    prices_path = settings().prices
+    prices = load_prices(prices_path) if prices_path else {}
+    store = _log_store()
+    if store is None:
+        return 0
+    rows = store.usage(since=since, prices=prices)
+    if args.json:
+        for row in rows:
+            print(json_line(row))
+    elif rows:
+        print(usage_table(rows, with_cost=prices_path is not None))
+    return 0
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    from gatecell.store.report import jobs_table, json_line
+
+    store = _log_store()
+    if store is None:
+        return 0
+    jobs = store.jobs(limit=args.count)
+    if args.json:
+        for job in jobs:
+            print(json_line(job))
+    elif jobs:
+        print(jobs_table(jobs))
+    return 0
+
+
+def _add_store_commands(sub: argparse._SubParsersAction) -> None:
+    where = "the log is GATECELL_HOME/gatecell.db (default: the user data folder)"
+    logs = sub.add_parser(
+        "logs", help="show logged exchanges, oldest of the selection first", description=where
+    )
+    logs.add_argument("-n", "--count", type=int, default=3, help="how many, newest (default 3; 0: all)")
+    logs.add_argument("-q", "--query", help="only exchanges whose prompt or reply has all these words")
+    logs.add_argument("-m", "--model", help="only this model")
+    logs.add_argument("-c", "--conversation", help="only this named conversation")
+    logs.add_argument("--json", action="store_true", help="one JSON object per line")
+    logs.set_defaults(run=_logs)
+
+    usage = sub.add_parser(
+        "usage",
+        help="requests and tokens per model per day, from the log",
+        description=f"{where}; costs only for models priced in GATECELL_PRICES (a TOML or JSON file "
+        'of dollars per million tokens: {"gpt-4o": {"input": 2.5, "output": 10}}). Days are UTC.',
+    )
+    usage.add_argument("--since", help="from this UTC date (YYYY-MM-DD) or ISO time on")
+    usage.add_argument("--json", action="store_true", help="one JSON object per line")
+    usage.set_defaults(run=_usage)
+
+    jobs = sub.add_parser("jobs", help="recent imagine, video and music jobs", description=where)
+    jobs.add_argument("-n", "--count", type=int, default=20, help="how many (default 20; 0: all)")
+    jobs.add_argument("--json", action="store_true", help="one JSON object per line")
+    jobs.set_defaults(run=_jobs)

@@ -1,0 +1,279 @@
+"""The reading side: SQL over one connection, plain results.
+
+Kept apart from `Store` (threads, faults) so each query is a function of a connection and
+its arguments. Exchanges come back as dicts with the keys of ``gatecell logs --json``;
+cache answers, jobs and usage as small dataclasses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .prices import Price
+from .schema import has_fts
+
+__all__ = [
+    "Answer",
+    "StoredJob",
+    "UsageRow",
+    "answer",
+    "exchanges",
+    "conversation",
+    "usage",
+    "jobs",
+    "job",
+    "search_terms",
+]
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+# -- the cache ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a logged exchange holds to answer the same request again."""
+
+    text: str | None
+    reasoning: str | None
+    usage: Any  # the usage object as the gateway sent it
+    response: Any  # the raw reply body (None for a reply that was streamed)
+    request_id: str | None  # of the original exchange
+    time: str  # of the original exchange (UTC ISO 8601)
+    endpoint: str
+    model: str | None
+    latency: float | None
+
+
+def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
+    """The newest complete, error-free, not partial, not itself cached exchange with ``key``."""
+    row = conn.execute(
+        "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
+        "FROM exchanges "
+        "WHERE cache_key = ? AND cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 "
+        "ORDER BY time DESC, id DESC LIMIT 1",
+        (key,),
+    ).fetchone()
+    if row is None:
+        return None
+    text, reasoning, usage, response, request_id, time, endpoint, model, latency = row
+    return Answer(
+        text, reasoning, _loads(usage), _loads(response), request_id, time, endpoint, model, latency
+    )
+
+
+# -- the log ------------------------------------------------------------------------------
+
+_EXCHANGE_FIELDS = ", ".join(
+    f"e.{name}"
+    for name in (
+        "id time endpoint model api gateway params_json prompt messages_json response reasoning "
+        "prompt_tokens completion_tokens reasoning_tokens total_tokens latency status error request_id "
+        "conversation notebook cached partial media_type media_size media_sha256"
+    ).split()
+)
+_TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens")
+
+
+def _exchange(row: sqlite3.Row) -> dict[str, Any]:
+    usage = {name: row[name] for name in _TOKENS}
+    return {
+        "id": row["id"],
+        "time": row["time"],
+        "endpoint": row["endpoint"],
+        "model": row["model"],
+        "api": row["api"],
+        "gateway": row["gateway"],
+        "params": _loads(row["params_json"]),
+        "prompt": row["prompt"],
+        "messages": _loads(row["messages_json"]),
+        "response": row["response"],
+        "reasoning": row["reasoning"],
+        "usage": usage if any(v is not None for v in usage.values()) else None,
+        "latency": row["latency"],
+        "status": row["status"],
+        "error": row["error"],
+        "request_id": row["request_id"],
+        "conversation": row["conversation"],
+        "notebook": row["notebook"],
+        "cached": bool(row["cached"]),
+        "partial": bool(row["partial"]),
+        "media": (
+            {"type": row["media_type"], "size": row["media_size"], "sha256": row["media_sha256"]}
+            if row["media_sha256"]
+            else None
+        ),
+    }
+
+
+_WORD = re.compile(r"\w")
+
+
+def search_terms(text: str) -> list[str]:
+    """The words of ``-q TEXT``: every one must appear (as a word prefix with FTS5, as a
+    substring without)."""
+    return [term for term in text.split() if _WORD.search(term)]
+
+
+def _like(term: str) -> str:
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def exchanges(
+    conn: sqlite3.Connection,
+    n: int | None = 20,
+    q: str | None = None,
+    model: str | None = None,
+    conversation: str | None = None,
+) -> list[dict[str, Any]]:
+    """The last ``n`` exchanges logged (all with ``n`` None or 0), newest first, filtered.
+
+    ``q``: with FTS5, every word as a word prefix, walking the index newest first so that a
+    common word stops after ``n`` matches; without it (or for punctuation alone), every word
+    as a substring of the prompt or reply, by LIKE.
+    """
+    source, order = "exchanges AS e", "e.id"
+    where: list[str] = []
+    args: list[Any] = []
+    terms = search_terms(q or "")
+    if terms and has_fts(conn):
+        # The index first (CROSS JOIN keeps it outside), in rowid order: no sort, early stop.
+        source, order = "exchanges_fts AS f CROSS JOIN exchanges AS e ON e.id = f.rowid", "f.rowid"
+        where.append("exchanges_fts MATCH ?")
+        args.append(" ".join('"' + term.replace('"', '""') + '"*' for term in terms))
+    elif q and q.strip():
+        for term in terms or [q.strip()]:
+            where.append("(e.prompt LIKE ? ESCAPE '\\' OR e.response LIKE ? ESCAPE '\\')")
+            args += [_like(term)] * 2
+    if model:
+        where.append("e.model = ?")
+        args.append(model)
+    if conversation:
+        where.append("e.conversation = ?")
+        args.append(conversation)
+    sql = f"SELECT {_EXCHANGE_FIELDS} FROM {source}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY {order} DESC"
+    if n:
+        sql += " LIMIT ?"
+        args.append(n)
+    return [_exchange(row) for row in conn.execute(sql, args)]
+
+
+def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
+    """The turns of conversation ``name`` in order, oldest first; failed exchanges left out
+    (they added nothing to it), interrupted ones kept and marked ``partial``."""
+    sql = f"SELECT {_EXCHANGE_FIELDS} FROM exchanges AS e WHERE conversation = ? AND error IS NULL"
+    sql += " ORDER BY time, id"
+    return [_exchange(row) for row in conn.execute(sql, (name,))]
+
+
+# -- usage --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """Requests and tokens of one model on one UTC day; ``cost`` None where no price is known."""
+
+    day: str
+    model: str | None
+    requests: int
+    errors: int
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    total_tokens: int
+    cost: float | None
+
+
+def usage(
+    conn: sqlite3.Connection, since: str | None = None, prices: dict[str, Price] | None = None
+) -> list[UsageRow]:
+    """Per UTC day and model, oldest first, of the requests actually sent (cache hits cost
+    nothing and are left out). ``since`` is a date (``YYYY-MM-DD``) or a UTC time, inclusive."""
+    sql = (
+        "SELECT substr(time, 1, 10) AS day, model, count(*), count(error), "
+        "total(prompt_tokens), total(completion_tokens), total(reasoning_tokens), total(total_tokens) "
+        "FROM exchanges WHERE cached = 0"
+    )
+    args: list[Any] = []
+    if since:
+        sql += " AND time >= ?"
+        args.append(since)
+    sql += " GROUP BY day, model ORDER BY day, model"
+    rows = []
+    for day, model, requests, errors, prompt, completion, reasoning, total in conn.execute(sql, args):
+        price = (prices or {}).get(model) if model else None
+        cost = price.cost(int(prompt), int(completion)) if price else None
+        rows.append(
+            UsageRow(
+                day, model, requests, errors, int(prompt), int(completion), int(reasoning), int(total), cost
+            )
+        )
+    return rows
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A job as last recorded: enough to poll it again from a new kernel."""
+
+    kind: str
+    job_id: str
+    gateway: str
+    model: str | None
+    prompt: str | None
+    state: str | None
+    progress: float | None
+    error: str | None
+    notebook: str | None
+    created: str
+    updated: str
+    body: Any  # the gateway's last body about it
+
+
+_JOB_FIELDS = (
+    "kind, job_id, gateway, model, prompt, state, progress, error, notebook, created, updated, body_json"
+)
+
+
+def _job(row: tuple[Any, ...]) -> StoredJob:
+    kind, job_id, gateway, model, prompt, state, progress, error, notebook, created, updated, body = row
+    return StoredJob(
+        kind, job_id, gateway, model, prompt, state, progress, error, notebook, created, updated, _loads(body)
+    )
+
+
+def jobs(conn: sqlite3.Connection, limit: int | None = 20, kind: str | None = None) -> list[StoredJob]:
+    """The most recently updated jobs first."""
+    sql = f"SELECT {_JOB_FIELDS} FROM jobs"
+    args: list[Any] = []
+    if kind:
+        sql += " WHERE kind = ?"
+        args.append(kind)
+    sql += " ORDER BY updated DESC, id DESC"
+    if limit:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return [_job(tuple(row)) for row in conn.execute(sql, args)]
+
+
+def job(conn: sqlite3.Connection, job_id: str, kind: str | None = None) -> StoredJob | None:
+    """The job with this id, whatever its gateway (the newest if several share it)."""
+    sql = f"SELECT {_JOB_FIELDS} FROM jobs WHERE job_id = ?"
+    args: list[Any] = [job_id]
+    if kind:
+        sql += " AND kind = ?"
+        args.append(kind)
+    row = conn.execute(sql + " ORDER BY updated DESC, id DESC LIMIT 1", args).fetchone()
+    return _job(tuple(row)) if row else None

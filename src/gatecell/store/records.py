@@ -1,0 +1,291 @@
+"""What a caller hands to the store, and the rows the writer thread makes of it.
+
+The caller's side (`ExchangeEntry`, `JobEntry`) only keeps references: building one costs a
+few microseconds. Everything that costs more (JSON, redaction, hashing, reading usage in its
+several shapes) happens here, in the writer thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from gatecell.wire.secret import Secret, redact
+
+from .keys import cache_key, gateway_address
+
+__all__ = [
+    "ExchangeEntry",
+    "JobEntry",
+    "EXCHANGE_COLUMNS",
+    "JOB_COLUMNS",
+    "exchange_row",
+    "job_row",
+    "iso",
+    "usage_counts",
+]
+
+Secrets = Sequence[Secret | str | None]
+
+
+@dataclass(slots=True)
+class ExchangeEntry:
+    at: float
+    endpoint: str
+    model: str | None
+    request: Any
+    response: Any
+    text: str | None
+    reasoning: str | None
+    usage: Any
+    latency: float | None
+    status: int | None
+    error: str | None
+    request_id: str | None
+    api: str | None
+    prompt: str | None
+    conversation: str | None
+    notebook: str | None
+    gateway: str | None
+    cached: bool
+    partial: bool
+    cache_key: str | None
+    media: bytes | None
+    media_type: str | None
+    log_media: bool
+    secrets: Secrets
+
+
+@dataclass(slots=True)
+class JobEntry:
+    at: float
+    gateway: str | None
+    kind: str
+    job_id: str
+    model: str | None
+    prompt: str | None
+    state: str | None
+    progress: float | None
+    error: str | None
+    notebook: str | None
+    body: Any
+    secrets: Secrets
+
+
+def iso(at: float) -> str:
+    """Unix seconds → ``2026-01-02T03:04:05.123456Z`` (UTC; sorts as text)."""
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _plain(value: Any) -> Any:
+    """Pydantic models and dataclass-like results as plain JSON data."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _parsed(request: Any) -> Any:
+    """A request body given as JSON bytes or text, parsed; a mapping as it is."""
+    if isinstance(request, (bytes, bytearray, memoryview)):
+        request = bytes(request).decode(errors="replace")
+    if isinstance(request, str):
+        try:
+            return json.loads(request)
+        except ValueError:
+            return None
+    return request
+
+
+def _text_of(content: Any) -> str | None:
+    """Text of a message's content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+_CONTENT_KEYS = ("messages", "contents", "input", "prompt")
+
+
+def _prompt_of(body: Any) -> str | None:
+    """The last user turn of messages / contents / input, or the ``prompt`` or ``input`` text."""
+    if not isinstance(body, Mapping):
+        return None
+    for key in _CONTENT_KEYS:
+        items = body.get(key)
+        if isinstance(items, str):
+            return items
+        if isinstance(items, list):
+            for item in reversed(items):
+                if isinstance(item, Mapping) and item.get("role", "user") == "user":
+                    text = _text_of(item.get("content", item.get("parts")))
+                    if text is not None:
+                        return text
+    return None
+
+
+_APIS = (
+    ("/chat/completions", "chat"),
+    ("enerateContent", "generate-content"),
+    ("/messages", "messages"),
+    ("/responses", "responses"),
+    ("/images/", "image"),
+    ("/audio/speech", "speech"),
+    ("/videos", "video"),
+    ("/imgjob/", "imagine"),
+    ("/musicjob/", "music"),
+    ("/models", "models"),
+)
+
+
+def _api_of(endpoint: str) -> str | None:
+    for fragment, api in _APIS:
+        if fragment in endpoint:
+            return api
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _first(usage: Mapping[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = _int(usage.get(name))
+        if value is not None:
+            return value
+    return None
+
+
+def _detail(usage: Mapping[str, Any], outer: str, inner: str) -> int | None:
+    details = usage.get(outer)
+    return _int(details.get(inner)) if isinstance(details, Mapping) else None
+
+
+def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | None]:
+    """(prompt, completion, reasoning, total) tokens from the usage shapes of WIRE-NOTES:
+    chat, messages, responses and generate-content. Completion tokens include the reasoning
+    tokens, as chat and responses count them (Gemini's ``thoughtsTokenCount`` is added)."""
+    usage = _plain(usage)
+    if not isinstance(usage, Mapping):
+        return None, None, None, None
+    prompt = _first(usage, "prompt_tokens", "input_tokens", "promptTokenCount")
+    completion = _first(usage, "completion_tokens", "output_tokens", "candidatesTokenCount")
+    thoughts = _int(usage.get("thoughtsTokenCount"))
+    if thoughts is not None:
+        completion = (completion or 0) + thoughts
+    reasoning = (
+        _detail(usage, "completion_tokens_details", "reasoning_tokens")
+        or _detail(usage, "output_tokens_details", "reasoning_tokens")
+        or thoughts
+        or _int(usage.get("reasoning_tokens"))
+    )
+    total = _first(usage, "total_tokens", "totalTokenCount")
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    return prompt, completion, reasoning, total
+
+
+EXCHANGE_COLUMNS = tuple(
+    "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
+    "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json".split()
+)
+JOB_COLUMNS = tuple(
+    "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
+)
+
+
+def _cleaner(secrets: Secrets) -> Callable[[str | None], str | None]:
+    """Redaction of every text of one entry: its own secrets, and anything shaped like a key."""
+
+    def clean(text: str | None) -> str | None:
+        return redact(text, *secrets) if text else text
+
+    return clean
+
+
+def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
+    """The ``exchanges`` row of an entry, every text redacted."""
+    clean = _cleaner(e.secrets)
+
+    body = _parsed(e.request)
+    key = e.cache_key
+    if key is None and body is not None:
+        key = cache_key(e.endpoint, e.model, body, e.gateway)
+    messages = params = None
+    if isinstance(body, Mapping):
+        messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
+        params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
+    prompt = e.prompt if e.prompt is not None else _prompt_of(body)
+    usage = _plain(e.usage)
+    error = e.error
+    if error is None and e.status is not None and e.status >= 400:
+        error = f"HTTP {e.status}"
+    media_size = media_sha = media = None
+    if e.media is not None:
+        media_size, media_sha = len(e.media), hashlib.sha256(e.media).hexdigest()
+        media = e.media if e.log_media else None
+    keep_body = e.media is None or e.log_media  # a media reply's body may hold the bytes
+    response = e.response if keep_body and not isinstance(e.response, (bytes, bytearray)) else None
+    return (
+        iso(e.at),
+        clean(e.endpoint),
+        e.model,
+        e.api or _api_of(e.endpoint),
+        gateway_address(e.gateway) or None,
+        clean(_json(params)),
+        clean(prompt),
+        clean(_json(messages)),
+        clean(e.text),
+        clean(e.reasoning),
+        *usage_counts(usage),
+        clean(_json(usage)),
+        e.latency,
+        e.status,
+        clean(error),
+        clean(e.request_id),
+        clean(e.conversation),
+        clean(e.notebook),
+        int(e.cached),
+        int(e.partial),
+        key,
+        e.media_type,
+        media_size,
+        media_sha,
+        media,
+        clean(response if isinstance(response, str) else _json(response)),
+    )
+
+
+def job_row(j: JobEntry) -> tuple[Any, ...]:
+    """The ``jobs`` row of an entry, every text redacted."""
+    clean = _cleaner(j.secrets)
+
+    at = iso(j.at)
+    body = j.body if isinstance(j.body, str) else _json(j.body)
+    return (
+        gateway_address(j.gateway),
+        j.kind,
+        clean(j.job_id),
+        j.model,
+        clean(j.prompt),
+        j.state,
+        j.progress,
+        clean(j.error),
+        clean(j.notebook),
+        at,
+        at,
+        clean(body),
+    )

@@ -1,0 +1,137 @@
+"""The store's records as terminal text and JSON lines: what ``gatecell logs``, ``usage``
+and ``jobs`` print (and what the notebook's ``%gatecell log`` can show)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import date, datetime, timezone
+from typing import Any
+
+from gatecell.wire.errors import InvalidRequest
+
+from .queries import StoredJob, UsageRow
+from .records import iso
+
+__all__ = ["exchange_text", "usage_table", "jobs_table", "json_line", "since_value"]
+
+
+def json_line(record: Any) -> str:
+    """One record as one line of JSON (dataclasses as objects, non-ASCII kept)."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        record = dataclasses.asdict(record)
+    return json.dumps(record, ensure_ascii=False, default=str)
+
+
+def since_value(text: str) -> str:
+    """``--since``: a date (``2026-01-31``) or a time (``2026-01-31T12:00``, UTC unless it
+    says otherwise), as the text the log's times compare with."""
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            return date.fromisoformat(value).isoformat()
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequest("since", f"must be a date (YYYY-MM-DD) or an ISO time, got {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return iso(moment.timestamp())
+
+
+def _tokens(usage: dict[str, Any] | None) -> str | None:
+    if not usage:
+        return None
+    text = f"{usage['prompt_tokens'] or 0} prompt + {usage['completion_tokens'] or 0} completion"
+    if usage.get("reasoning_tokens"):
+        text += f" ({usage['reasoning_tokens']} reasoning)"
+    return f"{text} = {usage['total_tokens']} tokens" if usage.get("total_tokens") is not None else text
+
+
+def exchange_text(row: dict[str, Any]) -> str:
+    """One exchange as Markdown: a heading of when, what and where, the prompt, the reply."""
+    time = row["time"].replace("T", " ")[:19] + " UTC"
+    head = f"## {time} · {row['model'] or '-'} · {row['endpoint']}"
+    tags = [
+        f"conversation {row['conversation']}" if row["conversation"] else None,
+        "cached" if row["cached"] else None,
+        "partial" if row["partial"] else None,
+        row["notebook"],
+    ]
+    lines = [head]
+    if any(tags):
+        lines.append(" · ".join(t for t in tags if t))
+    lines += ["", "### Prompt", "", row["prompt"] or "(none)", ""]
+    if row["reasoning"]:
+        lines += ["### Reasoning", "", row["reasoning"], ""]
+    if row["error"]:
+        lines += ["### Error", "", row["error"], ""]
+    if row["response"] is not None or not row["error"]:
+        lines += ["### Response", "", row["response"] or "", ""]
+    if row["media"]:
+        media = row["media"]
+        lines += [
+            f"media: {media['type'] or 'unknown type'}, {media['size']} bytes, sha256 {media['sha256']}"
+        ]
+    facts = [
+        _tokens(row["usage"]),
+        f"{row['latency']:.2f} s" if row["latency"] is not None else None,
+        f"status {row['status']}" if row["status"] is not None else None,
+        f"request {row['request_id']}" if row["request_id"] else None,
+    ]
+    if any(facts):
+        lines.append(" · ".join(f for f in facts if f))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def usage_table(rows: list[UsageRow], with_cost: bool) -> str:
+    """Requests and tokens per day and model; a cost column only when prices were given."""
+    header = ["day", "model", "requests", "errors", "prompt", "completion", "reasoning", "total"]
+    body = [
+        [
+            r.day,
+            r.model or "-",
+            *map(str, (r.requests, r.errors, r.prompt_tokens, r.completion_tokens, r.reasoning_tokens)),
+            str(r.total_tokens),
+        ]
+        for r in rows
+    ]
+    if with_cost:
+        header.append("cost ($)")
+        for cells, r in zip(body, rows, strict=True):
+            cells.append("unknown" if r.cost is None else f"{r.cost:.4f}")
+    return _table(header, body, right=set(range(2, len(header))))
+
+
+def _short(text: str | None, width: int = 40) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def jobs_table(jobs: list[StoredJob]) -> str:
+    """The jobs, most recently updated first."""
+    header = ["updated", "kind", "id", "state", "progress", "prompt", "gateway"]
+    body = [
+        [
+            j.updated.replace("T", " ")[:19],
+            j.kind,
+            j.job_id,
+            j.state or "-",
+            "-" if j.progress is None else f"{j.progress:.0f}%",
+            _short(j.prompt),
+            j.gateway or "-",
+        ]
+        for j in jobs
+    ]
+    return _table(header, body, right={4})
