@@ -7,11 +7,12 @@ from email.utils import formatdate
 
 import pytest
 
+from gatecell.wire.conversation import to_responses
 from gatecell.wire.errors import APIError, BadRequestError, JobError
 from gatecell.wire.jobs import JobPaths, job_state, submitted_id
 from gatecell.wire.results import Audio, ModelList, Reply, sniff
 from gatecell.wire.retry import RetryPolicy, retry_after
-from gatecell.wire.routing import Router, to_chat, to_responses
+from gatecell.wire.routing import Router, to_chat
 
 NOW = 1_700_000_000.0
 
@@ -127,7 +128,7 @@ def test_chat_request_as_responses_and_back():
         "m",
     )
     assert chat["choices"][0]["message"] == {"role": "assistant", "content": "x"}
-    assert chat["usage"] == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    assert chat["usage"].model_dump() == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
     assert chat["created"] == 5 and chat["model"] == "m"
 
 

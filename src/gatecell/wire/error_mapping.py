@@ -6,6 +6,7 @@ Any key a gateway echoes is masked before it reaches a message, a body or a log 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -56,8 +57,6 @@ def api_error(response: httpx.Response, key: Secret | None, call: Call, body: An
         found if found else (text.strip()[:300] or response.reason_phrase or "no message", None, None)
     )
     status = response.status_code
-    if 300 <= status < 400:
-        message = f"redirect to {response.headers.get('location')} not followed (the key would go along)"
     if status < 400 and code is not None and code.isdigit() and 400 <= int(code) < 600:
         status = int(code)  # a 200 carrying an error: its code is the better status
     cls = status_error(status)
@@ -70,7 +69,7 @@ def api_error(response: httpx.Response, key: Secret | None, call: Call, body: An
         type=kind,
         request_id=request_id_of(response.headers),
         body=body,
-        hint=_hint(status),
+        hint=_hint(status, message),
     )
     if isinstance(error, RateLimitError):
         error.retry_after = retry_after(response.headers)
@@ -84,7 +83,11 @@ def body_error(response: httpx.Response, body: Any, key: Secret | None, call: Ca
     return None
 
 
-def _hint(status: int) -> str | None:
-    if status == 401:
+# Some gateways answer a bad or missing key with 400 (LiteLLM's proxy does): their message says so.
+_AUTH_WORDS = re.compile(r"\b(api[ _-]?key|key|auth\w*|unauthori[sz]ed|credentials?)\b", re.IGNORECASE)
+
+
+def _hint(status: int, message: str) -> str | None:
+    if status == 401 or (status == 400 and _AUTH_WORDS.search(message)):
         return "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
     return None
