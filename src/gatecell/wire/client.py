@@ -750,11 +750,15 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
 
     def _opener(self, decoder_cls: type[Decoder], stream_cls: type[_Stream]) -> Parse:
         """How to open a stream: parsed by what Content-Type says rather than by what was
-        asked (a plain body where a stream was asked is one fragment)."""
+        asked (a plain body where a stream was asked is one fragment). The whole stream is
+        capped like a JSON body, by the transport."""
 
         def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> _Stream:
             if _is_sse(response):
-                decoder = decoder_cls(self.stream_idle_timeout, call.path, self.api_key, self._json_cap)
+                # One event is at most half a legitimate stream (responses repeat the whole
+                # reply in their last event), so an endless line fails at half the cap.
+                max_event = self._json_cap // 2
+                decoder = decoder_cls(self.stream_idle_timeout, call.path, self.api_key, max_event)
             else:
                 decoder = BodyDecoder(self._json(response, call), path=call.path)
             return stream_cls(response, decoder, meta)

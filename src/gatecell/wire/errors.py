@@ -151,7 +151,11 @@ class ResponseTooLargeError(APIError):
 
 def too_large(cap: int, what: str = "the body") -> str:
     """The message of a `ResponseTooLargeError`: the cap, and the setting that moves it."""
-    size = f"{cap / 2**20:g} MiB" if cap >= 2**20 else f"{cap} bytes"
+    size = next(
+        f"{cap / unit:g} {name}"
+        for unit, name in ((2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
+        if cap >= unit or unit == 1
+    )
     return f"{what} passed {size}; raise max_response_bytes= or GATECELL_MAX_RESPONSE_BYTES to accept more"
 
 

@@ -428,14 +428,24 @@ def explain(exc: ValidationError) -> InvalidRequest:
     )
 
 
+def _closest(name: str, known: list[str]) -> str | None:
+    """The first known name with ``name`` as one of its words (format → response_format),
+    else the most similar one."""
+    for candidate in known:
+        if name.lower() in candidate.lower().split("_"):
+            return candidate
+    close = get_close_matches(name, known, n=1)
+    return close[0] if close else None
+
+
 def refuse_unknown(model: type[RequestModel], method: Callable[..., Any], fields: Mapping[str, Any]) -> None:
     """Refuse a keyword argument of ``method`` that is neither one of its parameters nor a
     body field ``model`` knows: an `InvalidRequest` naming it and the closest known name."""
     for name in fields:
         if name not in model.passthrough:
             named = [p for p in inspect.signature(method).parameters if p not in ("extra_body", "fields")]
-            close = get_close_matches(name, [*named, *sorted(model.passthrough)], n=1)
-            hint = f"did you mean {close[0]}?" if close else f"its parameters: {', '.join(named)}."
+            close = _closest(name, [*named, *sorted(model.passthrough)])
+            hint = f"did you mean {close}?" if close else f"its parameters: {', '.join(named)}."
             raise InvalidRequest(
                 name,
                 f"not a parameter of {method.__name__}(); {hint} "
