@@ -172,7 +172,7 @@ def check_ranges(ns: argparse.Namespace) -> None:
     if getattr(ns, "max_tokens", None) is not None and ns.max_tokens < 1:
         raise UsageError(f"max-tokens must be at least 1, got {ns.max_tokens}")
     size = getattr(ns, "size", None)
-    if size is not None and not SIZE.match(size):
+    if size is not None and not SIZE.fullmatch(size):
         raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {size!r}")
 
 

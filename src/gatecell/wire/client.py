@@ -129,7 +129,9 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         retry_after_cap: float = 60.0,
         job_interval: float = 2.0,
     ) -> None:
-        # Where the gateway is: the arguments, else the environment (settings.resolve).
+        # Which gateway: the arguments, else the environment (settings.resolve). With none
+        # configured this step fails; it is the one to change for another policy (such as
+        # starting the embedded gateway), and nothing below depends on how it decided.
         settings = resolve(base_url, api_key)
         if not settings.base_url:
             raise ConfigError(f"no gateway address: pass base_url= or set {' or '.join(ENV_BASE_URL)}")
@@ -521,7 +523,7 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         data = {"model": model, "voice": voice, "input": input, "response_format": response_format}
         request = self._request(schemas.SpeechRequest, self.speech, data, fields, extra_body)
         call = Call("POST", "/v1/audio/speech", _dump(request), model=model, media=True)
-        return self._run(self._call(call, self._speech))
+        return self._run(self._call(call, self._speech((request.model_extra or {}).get("response_format"))))
 
     def models(self) -> _Models:
         """GET /v1/models. What it says about endpoints teaches the reasoning router."""
@@ -777,11 +779,14 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         body = self._json(response, call)
         return ImageResult(body, images_of(body, self._media_for), meta)
 
-    def _speech(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> Audio:
-        mime = response.headers.get("content-type")
-        if mime and mime.startswith(_JSON):
-            self._json(response, call)  # a 200 carrying an error raises here
-        return Audio(response.content, mime, meta, json.loads(call.body or b"{}").get("response_format"))
+    def _speech(self, requested: str | None) -> Parse:
+        def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> Audio:
+            mime = response.headers.get("content-type")
+            if mime and mime.startswith(_JSON):
+                self._json(response, call)  # a 200 carrying an error raises here
+            return Audio(response.content, mime, meta, requested)
+
+        return parse
 
     def _models(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> ModelList:
         models = ModelList.from_body(self._json(response, call), meta)

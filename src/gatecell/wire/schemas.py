@@ -59,8 +59,9 @@ R = TypeVar("R", bound="RequestModel")
 # SPEC 8: the bounds a request must keep; also used by magics and widgets for their sliders.
 RANGES: dict[str, tuple[float, float]] = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
 
-# Image sizes, ``WIDTHxHEIGHT`` (SPEC 2.5): checked here, by the magics' options and the panels.
-SIZE = re.compile(r"^[1-9][0-9]*x[1-9][0-9]*$")
+# Image sizes, ``WIDTHxHEIGHT`` (SPEC 2.5), for ``SIZE.fullmatch``: checked here, by the
+# magics' options and the panels.
+SIZE = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
 
 
 class RequestModel(BaseModel):
@@ -194,7 +195,7 @@ class ImageRequest(RequestModel):
 
     model: str = Field(min_length=1)
     prompt: str
-    size: str | None = Field(default=None, pattern=SIZE.pattern)
+    size: str | None = Field(default=None, pattern=f"^{SIZE.pattern}$")
 
     _prompt = field_validator("prompt")(_non_empty)
 

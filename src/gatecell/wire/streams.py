@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -129,6 +130,23 @@ class _Stream:
         first, self._started = not self._started, True
         return first
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Around the reading of the body: a transport failure becomes a `StreamError` that
+        keeps the text so far, and however reading ends, the client hears of it once."""
+        error: StreamError | None = None
+        try:
+            yield
+            self.complete = True
+        except StreamError as exc:  # an error event, the idle timeout, an event too large
+            error = exc
+            raise
+        except (httpx.HTTPError, ResponseTooLargeError) as exc:
+            error = self._broken(exc)
+            raise error from None
+        finally:
+            self._ended(error)
+
     def _ended(self, error: StreamError | None) -> None:
         """Tell the client, once, how the stream ended."""
         on_end, self.on_end = self.on_end, None
@@ -159,21 +177,13 @@ class TextStream(_Stream, Closing):
         if not self._begin():
             return
         decoder = self._decoder
-        error: StreamError | None = None
         try:
-            for raw in self._response.iter_bytes():
-                yield from decoder.feed(raw)
-            yield from decoder.finish()
-            self.complete = True
-        except StreamError as exc:  # an error event, the idle timeout, an event too large
-            error = exc
-            raise
-        except (httpx.HTTPError, ResponseTooLargeError) as exc:
-            error = self._broken(exc)
-            raise error from None
+            with self._reading():
+                for raw in self._response.iter_bytes():
+                    yield from decoder.feed(raw)
+                yield from decoder.finish()
         finally:
             self._response.close()
-            self._ended(error)
 
     def read(self) -> str:
         """Consume the rest of the stream; return the whole text."""
@@ -193,23 +203,15 @@ class AsyncTextStream(_Stream, AsyncClosing):
         if not self._begin():
             return
         decoder = self._decoder
-        error: StreamError | None = None
         try:
-            async for raw in self._response.aiter_bytes():
-                for fragment in decoder.feed(raw):
+            with self._reading():
+                async for raw in self._response.aiter_bytes():
+                    for fragment in decoder.feed(raw):
+                        yield fragment
+                for fragment in decoder.finish():
                     yield fragment
-            for fragment in decoder.finish():
-                yield fragment
-            self.complete = True
-        except StreamError as exc:  # an error event, the idle timeout, an event too large
-            error = exc
-            raise
-        except (httpx.HTTPError, ResponseTooLargeError) as exc:
-            error = self._broken(exc)
-            raise error from None
         finally:
             await self._response.aclose()
-            self._ended(error)
 
     async def read(self) -> str:
         async for _ in self:
