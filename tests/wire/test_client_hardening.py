@@ -128,7 +128,9 @@ def _ok_requests(fault, gw) -> list[Any]:
 @pytest.mark.parametrize("scenario", ["redirect-other-307", "redirect-other-308", "redirect-other-302"])
 def test_a_prompt_is_never_posted_to_another_origin(make, fault, scenario):
     gw = make(scenario)
-    with pytest.raises(APIError, match=r"redirect to http://localhost:\d+/\S+ not followed: another origin"):
+    with pytest.raises(
+        APIError, match=r"redirect to 'http://localhost:\d+/\S+' not followed: another origin"
+    ):
         gw.chat("m", HI)
     with pytest.raises(APIError, match="not followed: another origin"):
         gw.generate_content("g", "x")

@@ -437,9 +437,30 @@ def test_a_request_with_a_body_never_goes_to_another_origin(gw, status):
     with pytest.raises(
         APIError,
         match=rf"^{status} from POST /v1/chat/completions: redirect to "
-        r"http://evil\.test/collect not followed: another origin",
+        r"'http://evil\.test/collect' not followed: another origin",
     ):
         program.send(answer(next(program), status, headers={"location": "http://evil.test/collect"}))
+
+
+@pytest.mark.parametrize(
+    "location, why",
+    [
+        ("file:///etc/passwd", "not an http(s) address"),
+        ("http://:8080/x", "not an http(s) address"),
+        ("\x01nowhere", "not a valid address"),
+        (
+            f"http://evil.test/?k={KEY.upper()}",
+            "another origin, and the request's body goes to its own gateway only",
+        ),
+    ],
+)
+def test_a_redirect_that_is_refused_says_why_in_one_line_without_the_key(gw, location, why):
+    program = gw.chat("m", HI)
+    with pytest.raises(APIError) as caught:
+        program.send(answer(next(program), 307, headers={"location": location}))
+    message = str(caught.value)
+    assert message.endswith(f"not followed: {why}") and "\n" not in message
+    assert KEY.lower() not in message.lower()
 
 
 def test_a_body_less_request_follows_to_another_origin_without_any_credential(gw):
@@ -789,3 +810,12 @@ def test_the_sse_parser_caps_an_event_that_never_ends():
         parser.feed(b"x" * 20)
     fine = SSEParser(max_event=100)
     assert [e.data for e in fine.feed(b"data: " + b"y" * 90 + b"\n\n" + b"data: z\n\n")] == ["y" * 90, "z"]
+
+
+def test_a_media_url_httpx_cannot_use_is_a_one_line_error_before_any_connection():
+    with Gateway("http://127.0.0.1:9", KEY) as gw:  # nothing listens there: nothing is reached
+        media = gw._media_for("http://files.test/a\x00b.png", None)
+        with pytest.raises(
+            APIConnectionError, match=r"^connection error from GET http://files\.test/\S+: InvalidURL: "
+        ):
+            _ = media.data

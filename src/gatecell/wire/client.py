@@ -39,6 +39,7 @@ from .errors import APIError, ConfigError, GatecellError, InvalidRequest
 from .exchange import Call, Outcome, Program, Read, exchange, logger
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .limits import LIMITS, LimitedTransport, Limits
+from .redirects import same_origin
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
 from .retry import RetryPolicy
 from .routing import PatternLike, Router, to_chat
@@ -158,7 +159,7 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         self.job_paths = job_paths or JobPaths()
         self.job_interval = job_interval
         self._stream_timeout = httpx.Timeout(timeout, connect=connect_timeout, read=self.stream_idle_timeout)
-        self._origin = httpx.URL(self.base_url).copy_with(path="/", query=None, fragment=None)
+        self._origin = httpx.URL(self.base_url)
         self._http = self._connect(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
@@ -640,7 +641,7 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
             if call.stream and not _is_sse(response):
                 yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             failure = connection_error(exc, call)
             self._record(Outcome(call, error=failure))
             raise failure from None
@@ -827,15 +828,18 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         return Media(url=url, mime=mime, load=lambda: self._run(self._fetch(url)))
 
     def _fetch(self, url: str) -> Program[tuple[bytes, str | None]]:
-        target = httpx.URL(url)
-        own = (
-            not target.is_absolute_url
-            or target.copy_with(path="/", query=None, fragment=None) == self._origin
-        )
-        call = Call("GET", url, auth="bearer" if own else "none", media=True)
+        call = Call("GET", url, auth="bearer" if self._own(url) else "none", media=True)
         return self._call(
             call, lambda call, response, meta: (response.content, response.headers.get("content-type"))
         )
+
+    def _own(self, url: str) -> bool:
+        """Whether ``url`` is on the gateway's own origin (relative, or the same origin)."""
+        try:
+            target = httpx.URL(url)
+        except httpx.InvalidURL:
+            return False  # and the request fails, in its program, as one line
+        return not target.is_absolute_url or same_origin(self._origin, target)
 
 
 class Gateway(

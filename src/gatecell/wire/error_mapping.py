@@ -29,11 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["api_error", "body_error", "connection_error", "json_body"]
 
 
-def connection_error(exc: httpx.HTTPError, call: Call | None = None) -> APIConnectionError:
+def connection_error(exc: httpx.HTTPError | httpx.InvalidURL, call: Call) -> APIConnectionError:
+    """A transport failure (or an address httpx cannot use, such as a gateway's media URL)."""
     cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-    message = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if call is None:
-        return cls(message)
+    message = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
     return cls(message, method=call.method, path=call.path)
 
 

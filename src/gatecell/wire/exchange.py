@@ -120,7 +120,7 @@ def exchange(
             while response.has_redirect_location:
                 if call.stream:
                     yield Read(response)  # a redirect's body: read, to free the connection
-                request = redirected(call, request, response, hops)
+                request = redirected(call, request, response, hops, key)
                 hops += 1
                 response = yield Send(request, call.stream)
         except httpx.HTTPError as exc:

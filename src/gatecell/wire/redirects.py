@@ -8,6 +8,7 @@ itself, by these rules:
 - a request with a body is never sent to another origin: the redirect fails with an
   `APIError` instead (on its own origin it is followed, as the status says);
 - a request without a body may go to another origin, but without any credential header;
+- only to http(s) addresses;
 - an upgrade from ``http`` to ``https`` on the same host counts as the same origin;
 - 303, and 301/302 after a POST, continue with a GET and no body, as browsers and httpx do;
 - at most `MAX_REDIRECTS` hops.
@@ -21,6 +22,7 @@ import httpx
 
 from .errors import APIError
 from .results import request_id_of
+from .secret import Secret, redact
 
 if TYPE_CHECKING:
     from .exchange import Call
@@ -41,29 +43,38 @@ def same_origin(a: httpx.URL, b: httpx.URL) -> bool:
     return a.scheme == "http" and b.scheme == "https" and a.port in (None, 80) and b.port in (None, 443)
 
 
-def redirected(call: Call, request: httpx.Request, response: httpx.Response, hops: int) -> httpx.Request:
+def redirected(
+    call: Call, request: httpx.Request, response: httpx.Response, hops: int, key: Secret | None
+) -> httpx.Request:
     """The request that follows ``response`` (a redirect with a Location), or an `APIError`
     when following it is not allowed."""
-    target = request.url.join(response.headers["location"])
-    method = request.method
-    status = response.status_code
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-        method = "GET"
-    body = request.content
-    same = same_origin(request.url, target)
-    why = None
-    if hops >= MAX_REDIRECTS:
-        why = f"more than {MAX_REDIRECTS} redirects"
-    elif body and not same:
-        why = "another origin, and the request's body goes to its own gateway only"
-    if why is not None:
-        raise APIError(
-            f"redirect to {target} not followed: {why}",
-            status=status,
+    location = response.headers["location"]
+
+    def refuse(why: str) -> APIError:
+        return APIError(
+            f"redirect to {redact(location[:200], key)!r} not followed: {why}",
+            status=response.status_code,
             method=call.method,
             path=call.path,
             request_id=request_id_of(response.headers),
         )
+
+    try:
+        target = request.url.join(location)
+    except httpx.InvalidURL:
+        raise refuse("not a valid address") from None
+    if target.scheme not in ("http", "https") or not target.host:
+        raise refuse("not an http(s) address")
+    if hops >= MAX_REDIRECTS:
+        raise refuse(f"more than {MAX_REDIRECTS} redirects")
+    same = same_origin(request.url, target)
+    body = request.content
+    if body and not same:
+        raise refuse("another origin, and the request's body goes to its own gateway only")
+    method = request.method
+    status = response.status_code
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method = "GET"
     headers = request.headers.copy()
     headers.pop("host", None)
     if method != request.method:

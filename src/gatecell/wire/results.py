@@ -357,6 +357,7 @@ class Reply:
 
     @property
     def usage(self) -> dict[str, Any] | None:
+        """The usage block as the gateway sent it; ``meta.usage`` has it in chat terms."""
         if isinstance(self.raw, dict):
             usage = self.raw.get("usage") or self.raw.get("usageMetadata")
             return usage if isinstance(usage, dict) else None
