@@ -264,11 +264,17 @@ def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
             gw.chat("m", HI)
         found = summary(gw.outcomes)
     assert found == [(p, r.format(stream="ChatStream", text="TextStream"), e, x) for p, r, e, x in EXPECTED]
-    assert any(
-        m.endswith("-> 200 in " + m.split("-> 200 in ")[-1]) and ", stream complete" in m
-        for m in caplog.messages
+    lines = [m for m in caplog.messages if " -> " in m]  # the one DEBUG line of each outcome
+    assert len(lines) == len(EXPECTED)
+    assert re.fullmatch(
+        r"POST /v1/chat/completions model=m -> 200 in [\d.]+s \(request id None\), stream complete", lines[1]
     )
-    assert any(", stream closed early" in m for m in caplog.messages)
+    assert lines[2].endswith(", stream closed early")
+    assert re.fullmatch(
+        r"POST /v1/chat/completions model=m -> 401 from POST /v1/chat/completions: "
+        r"missing or bad key\. Check .*",
+        lines[-1],
+    )
 
 
 def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too(fault):
