@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import threading
 import time
@@ -599,10 +600,86 @@ async def native_errors(srv: FaultServer, req: Request, resp: Response) -> None:
     )
 
 
-async def redirect(srv: FaultServer, req: Request, resp: Response) -> None:
-    target = f"http://{{host}}/s/ok/{req.token}{req.path}"
-    host = req.host if req.path == "/v1/models" else f"localhost:{srv.port}"
-    await resp.raw(307, b"", None, {"location": target.format(host=host)})
+def redirect(status: int, same_origin: bool) -> Handler:
+    """Redirect every request to the "ok" scenario, on the same origin or on another one
+    (``localhost`` instead of ``127.0.0.1``: another host, the same server)."""
+
+    async def handler(srv: FaultServer, req: Request, resp: Response) -> None:
+        host = req.host if same_origin else f"localhost:{srv.port}"
+        await resp.raw(status, b"", None, {"location": f"http://{host}/s/ok/{req.token}{req.path}"})
+
+    return handler
+
+
+async def endless(srv: FaultServer, req: Request, resp: Response, head: bytes, piece: bytes) -> None:
+    """``head``, then ``piece`` for ever, counting what went out, until the client hangs up."""
+    await resp.head(
+        200,
+        {
+            "content-type": "text/event-stream" if head.startswith(b"data") else "application/json",
+            "transfer-encoding": "chunked",
+        },
+    )
+    await resp.send(head)
+    srv.sent[req.token] = len(head)
+    while True:
+        await resp.send(piece)
+        srv.sent[req.token] += len(piece)
+        await asyncio.sleep(0)
+
+
+async def huge_json(srv: FaultServer, req: Request, resp: Response) -> None:
+    """An image answer whose URL never ends (the 3,000 MiB image URL of issue 9)."""
+    await endless(srv, req, resp, b'{"data": [{"url": "http://files/', b"a" * 65536)
+
+
+async def huge_declared(srv: FaultServer, req: Request, resp: Response) -> None:
+    """Says 10 GiB in Content-Length, then sends nothing."""
+    await resp.head(200, {"content-type": "application/json", "content-length": str(10 * 2**30)})
+    await asyncio.sleep(20)
+
+
+async def huge_stream(srv: FaultServer, req: Request, resp: Response) -> None:
+    """A chat stream of well-formed chunks that never ends."""
+    await endless(srv, req, resp, encode(chunk(role=True)), encode(chunk("more text ")) * 200)
+
+
+async def endless_line(srv: FaultServer, req: Request, resp: Response) -> None:
+    """One SSE line that never ends."""
+    await endless(srv, req, resp, b"data: " + json.dumps(chunk("x"))[:-1].encode(), b"x" * 65536)
+
+
+async def compressed(srv: FaultServer, req: Request, resp: Response) -> None:
+    """A gzip body although the client asked for none."""
+    body = gzip.compress(json.dumps(completion("m")).encode())
+    await resp.raw(200, body, headers={"content-encoding": "gzip"})
+
+
+async def echo_key_header(srv: FaultServer, req: Request, resp: Response) -> None:
+    """Echoes the key in response headers (as it came, and upper-cased), and in an error body."""
+    key = req.headers.get("authorization", "").removeprefix("Bearer ")
+    echo = {"x-echo-key": key, "x-debug-auth": f"Bearer {key.upper()}"}
+    if req.path == "/v1/models":
+        return await resp.json(
+            401, {"error": {"message": f"KEY {key.upper()} IS NOT VALID", "type": "auth"}}, echo
+        )
+    await resp.json(200, completion("m"), echo)
+
+
+async def litellm(srv: FaultServer, req: Request, resp: Response) -> None:
+    """What LiteLLM's proxy sends: its call id header, and FastAPI ``detail`` error bodies."""
+    ids = {"x-litellm-call-id": f"call-{req.count}", "x-litellm-response-id": "resp-x"}
+    if req.path == "/v1/chat/completions":
+        return await resp.json(200, completion("m"), ids)
+    if req.path == "/v1/models":
+        detail = [
+            {"loc": ["query", "limit"], "msg": "Input should be a valid integer", "type": "int_parsing"},
+            {"loc": ["query", "page"], "msg": "Field required", "type": "missing"},
+        ]
+        return await resp.json(422, {"detail": detail}, ids)
+    if req.path == "/v1/messages":
+        return await resp.json(404, {"detail": "Not Found"}, ids)
+    await resp.json(400, {"detail": {"error": "Authentication Error - invalid proxy key"}}, ids)
 
 
 def _date_soon() -> dict[str, str]:
@@ -633,7 +710,18 @@ SCENARIOS: dict[str, Handler] = {
     "sse-for-plain": sse_for_plain,
     "not-json": not_json,
     "native-errors": native_errors,
-    "redirect": redirect,
+    "redirect-same-307": redirect(307, same_origin=True),
+    "redirect-same-302": redirect(302, same_origin=True),
+    "redirect-other-307": redirect(307, same_origin=False),
+    "redirect-other-308": redirect(308, same_origin=False),
+    "redirect-other-302": redirect(302, same_origin=False),
+    "huge-json": huge_json,
+    "huge-declared": huge_declared,
+    "huge-stream": huge_stream,
+    "endless-line": endless_line,
+    "compressed": compressed,
+    "echo-key-header": echo_key_header,
+    "litellm": litellm,
 }
 
 
@@ -642,6 +730,7 @@ class FaultServer:
     port: int = 0
     requests: list[Request] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
+    sent: Counter = field(default_factory=Counter)  # bytes of endless bodies sent, by token
 
     @property
     def url(self) -> str:

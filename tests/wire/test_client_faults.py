@@ -89,13 +89,12 @@ def test_models(make):
 def test_native_messages(make):
     gw = make("ok")
     reply = gw.messages("m", HI, max_tokens=10)
-    assert (
-        reply.text == "Hi there"
-        and reply.usage == {"input_tokens": 3, "output_tokens": 2} == reply.meta.usage
-    )
+    assert reply.text == "Hi there" and reply.usage == {"input_tokens": 3, "output_tokens": 2}  # as sent
+    assert reply.meta.usage.model_dump() == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     stream = gw.messages("m", HI, stream=True)
     assert list(stream) == ["Hi", " there"]
     assert stream.finish_reason == "end_turn" and stream.usage == {"input_tokens": 3, "output_tokens": 2}
+    assert stream.meta.usage.total_tokens == 5
     assert [e["type"] for e in stream.raw_events][:2] == ["message_start", "content_block_start"]
 
 
@@ -243,7 +242,7 @@ def test_numbers_come_from_the_environment_when_not_given(make, fault, monkeypat
     assert quiet.stream_idle_timeout == 0.3 and quiet.retry.max_retries == 0
     quiet.close()
     monkeypatch.setenv("GATECELL_TIMEOUT", "soon")
-    with pytest.raises(ConfigError, match="^GATECELL_TIMEOUT must be a float, got 'soon'$"):
+    with pytest.raises(ConfigError, match="^GATECELL_TIMEOUT must be a non-negative number, got 'soon'$"):
         Gateway(fault.url, KEY)
 
 
@@ -444,15 +443,3 @@ def test_model_list_and_patterns_route_without_a_refusal(make, fault):
     assert patterned.chat("deep-thinker", HI).text == "Forty-two."
     assert paths(fault, gw) == ["GET /v1/models", "POST /v1/responses"]
     assert paths(fault, patterned) == ["POST /v1/responses"]
-
-
-def test_redirects_are_followed_unless_the_key_is_in_the_vendor_header(make, fault):
-    gw = make("redirect")
-    assert "plain" in gw.models()  # same host: followed, with the bearer key
-    with pytest.raises(
-        APIError,
-        match=r"^307 from POST /v1beta/models/g:generateContent: "
-        r"redirect to http://localhost:\d+/\S+ not followed",
-    ):
-        gw.generate_content("g", "x")
-    assert [r.path for r in fault.requests if r.token == gw.token and r.scenario == "ok"] == ["/v1/models"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gatecell.wire.secret import Secret
-from gatecell.wire.settings import root_url
+from gatecell.wire.settings import env_number, root_url
 
 __all__ = ["Config", "new_key", "keys_from", "ENV_KEYS", "ENV_PACE", "ENV_JOB_SECONDS", "ENV_MAX_BODY"]
 
@@ -49,16 +49,6 @@ def keys_from(api_keys: str | Secret | Sequence[str | Secret] | None) -> tuple[S
     return tuple(found)
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
-
-
 @dataclass(frozen=True)
 class Config:
     """What one gateway instance does. Build it with `Config.create` to get env fallbacks."""
@@ -84,9 +74,9 @@ class Config:
     ) -> Config:
         """Fill what is not given from the environment; generate a key when there is none."""
         keys = keys_from(api_keys)
-        pace = _env_float(ENV_PACE, DEFAULT_PACE) if pace is None else pace
-        job_seconds = _env_float(ENV_JOB_SECONDS, DEFAULT_JOB_SECONDS) if job_seconds is None else job_seconds
-        max_body = int(_env_float(ENV_MAX_BODY, DEFAULT_MAX_BODY)) if max_body is None else max_body
+        pace = env_number(pace, ENV_PACE, DEFAULT_PACE)
+        job_seconds = env_number(job_seconds, ENV_JOB_SECONDS, DEFAULT_JOB_SECONDS)
+        max_body = env_number(max_body, ENV_MAX_BODY, DEFAULT_MAX_BODY)
         if pace < 0 or job_seconds < 0 or max_body < 1:
             raise ValueError("pace and job_seconds must be >= 0 and max_body >= 1")
         upstream_key = os.environ.get(upstream_key_env) if upstream else None

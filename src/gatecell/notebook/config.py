@@ -16,6 +16,8 @@ from typing import Any
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default
 from traitlets.config import Configurable
 
+from gatecell.wire.settings import env_flag, env_number
+
 __all__ = ["Gatecell", "ENV"]
 
 # trait name -> (environment variable, built-in default)
@@ -40,22 +42,15 @@ ENV: dict[str, tuple[str, Any]] = {
     "job_timeout": ("GATECELL_JOB_TIMEOUT", 600.0),
 }
 
-_TRUE = {"1", "true", "yes", "on"}
-
 
 def _from_env(name: str) -> Any:
+    """The trait's variable, read by the wire's parsers: a malformed one is a ConfigError."""
     var, fallback = ENV[name]
-    raw = os.environ.get(var)
-    if raw is None or raw == "":
-        return fallback
     if isinstance(fallback, bool):
-        return raw.strip().lower() in _TRUE
+        return env_flag(None, var, fallback)
     if isinstance(fallback, (int, float)):
-        try:
-            return type(fallback)(raw)
-        except ValueError:
-            return fallback
-    return raw
+        return env_number(None, var, fallback)
+    return os.environ.get(var) or fallback
 
 
 class Gatecell(Configurable):

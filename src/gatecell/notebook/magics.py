@@ -485,32 +485,16 @@ def _send(
     effort: str | None,
 ) -> Any:
     """One conversation request in the chosen wire format (a reply, or a stream)."""
-    temperature, top_p = getattr(ns, "temperature", None), getattr(ns, "top_p", None)
-    max_tokens = getattr(ns, "max_tokens", None)
-    sampling = {k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
-    system = [m["content"] for m in messages if m["role"] == "system"]
-    turns = [m for m in messages if m["role"] != "system"]
-    extra: dict[str, Any]
-    if api == "chat":
-        return gw.chat(model=model, messages=messages, max_tokens=max_tokens, stream=stream, **sampling)
-    if api == "messages":
-        extra = {"system": "\n\n".join(system)} if system else {}
-        return gw.messages(model, turns, max_tokens=max_tokens or 1024, stream=stream, **sampling, **extra)
-    if api == "generate-content":
-        contents = [
-            {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-            for m in turns
-        ]
-        config = {"temperature": temperature, "topP": top_p, "maxOutputTokens": max_tokens}
-        extra = {"generationConfig": {k: v for k, v in config.items() if v is not None}}
-        if system:
-            extra["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
-        return gw.generate_content(model, contents, stream=stream, **extra)
-    extra = {"max_output_tokens": max_tokens} if max_tokens else {}
-    if system:
-        extra["instructions"] = "\n\n".join(system)
-    prompt: Any = turns[0]["content"] if len(turns) == 1 else turns
-    return gw.responses(model, prompt, effort=effort, stream=stream, **sampling, **extra)
+    return gw.converse(
+        api,
+        model,
+        messages,
+        stream=stream,
+        temperature=getattr(ns, "temperature", None),
+        top_p=getattr(ns, "top_p", None),
+        max_tokens=getattr(ns, "max_tokens", None),
+        effort=effort,
+    )
 
 
 def _reply_text(result: Any) -> str:

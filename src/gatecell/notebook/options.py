@@ -163,7 +163,7 @@ def split_line(line: str, parser: argparse.ArgumentParser) -> tuple[list[str], s
 
 def check_ranges(ns: argparse.Namespace) -> None:
     """SPEC 2.1/8 bounds, checked before anything is sent."""
-    from gatecell.wire.schemas import RANGES
+    from gatecell.wire.schemas import RANGES, SIZE
 
     for field, (lo, hi) in RANGES.items():
         value = getattr(ns, field, None)
@@ -172,7 +172,7 @@ def check_ranges(ns: argparse.Namespace) -> None:
     if getattr(ns, "max_tokens", None) is not None and ns.max_tokens < 1:
         raise UsageError(f"max-tokens must be at least 1, got {ns.max_tokens}")
     size = getattr(ns, "size", None)
-    if size is not None and not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", size):
+    if size is not None and not SIZE.fullmatch(size):
         raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {size!r}")
 
 

@@ -45,7 +45,10 @@ class NotebookSession:
             from gatecell.wire.client import Gateway
 
             target = choose(self.config.base_url or None, self._key)
-            self._gateway = Gateway(base_url=target.base_url, api_key=target.api_key)
+            # The local gateway is known to report usage on streams; others are asked only
+            # when the user says so (GATECELL_STREAM_USAGE), since SPEC does not show it.
+            usage = True if target.local else None
+            self._gateway = Gateway(base_url=target.base_url, api_key=target.api_key, stream_usage=usage)
             self._local = target.local
         return self._gateway
 

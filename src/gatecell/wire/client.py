@@ -1,20 +1,22 @@
 """`Gateway` and `AsyncGateway`: one method per endpoint of SPEC section 4.
 
-Every endpoint method is written once, in `_Endpoints`: it validates its arguments
-(SPEC 2 and 8, before anything is sent), builds a sans-IO *program* (see `exchange`) and
-hands it to ``self._run``, which carries it out with the client's `_IO`: `Gateway`
-returns the result, `AsyncGateway` a coroutine giving it. So the two clients cannot drift
-apart: they share every decision and differ only in the calls that do I/O.
+Every endpoint is written once, in `_Endpoints`: it validates its arguments (SPEC 2 and 8,
+before anything is sent), builds a sans-IO *program* (see `exchange`) and hands it to
+``self._run``. `Gateway` runs it with the sync driver and returns the result;
+`AsyncGateway` returns the coroutine of the async driver (see `drivers`). So the two
+clients share every decision and differ only in their driver and their stream classes.
+`_Endpoints` is generic in what its methods return, which is how the types stay true for
+both: `Gateway.chat` returns a `ChatCompletion`, `AsyncGateway.chat` a coroutine of one.
+
+Every call ends in `_Endpoints._record` with its `Outcome`, streams included (when they end).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import dataclass
-from typing import Any
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -22,7 +24,7 @@ import httpx
 from gatecell import __version__
 
 from . import schemas
-from .deadline import DEADLINE, CappedTransport
+from .conversation import for_api, to_responses
 from .decoders import (
     BodyDecoder,
     ChatDecoder,
@@ -31,17 +33,28 @@ from .decoders import (
     MessagesDecoder,
     ResponsesDecoder,
 )
+from .drivers import arun, run
 from .error_mapping import body_error, connection_error, json_body
-from .errors import APIError, InvalidRequest
-from .exchange import Call, Program, Read, Send, Sleep, exchange, logger
+from .errors import APIError, GatecellError, InvalidRequest
+from .exchange import Call, Outcome, Program, Read, exchange, logger
 from .jobs import JobPaths, job_state, submitted_id, wait_program
+from .limits import LIMITS, LimitedTransport, Limits
+from .redirects import same_origin
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
 from .retry import RetryPolicy
-from .routing import PatternLike, Router, to_chat, to_responses
-from .schemas import ChatCompletion
-from .secret import Secret
-from .settings import env_number, resolve
-from .streams import AsyncChatStream, AsyncClosing, AsyncTextStream, ChatStream, Closing, TextStream
+from .routing import PatternLike, Router, to_chat
+from .schemas import ChatCompletion, usage_of
+from .secret import Secret, protect_logs
+from .settings import env_flag, env_number, resolve
+from .streams import (
+    AsyncChatStream,
+    AsyncClosing,
+    AsyncTextStream,
+    ChatStream,
+    Closing,
+    TextStream,
+    _Stream,
+)
 
 __all__ = [
     "Gateway",
@@ -51,12 +64,36 @@ __all__ = [
     "TextStream",
     "AsyncTextStream",
     "JobPaths",
+    "Outcome",
     "logger",
+    "JSON_CAP",
+    "MEDIA_CAP",
 ]
 
 _USER_AGENT = f"gatecell/{__version__}"
 _JSON = ("application/json",)
 _SSE = {"accept": "text/event-stream"}
+
+# Default caps on a response body (``max_response_bytes`` unset). A JSON answer or a stream
+# of text past 64 MiB is no reply a model gives, but it is what a hostile or broken gateway
+# can send to exhaust the memory (the whole body is held); media (speech, images and videos
+# fetched from a URL) is legitimately larger, so it gets 512 MiB, still far below a
+# notebook machine's memory.
+JSON_CAP = 64 * 2**20
+MEDIA_CAP = 512 * 2**20
+
+Messages = list[dict[str, Any]]
+Parse = Callable[[Call, httpx.Response, ResponseMeta], Any]
+T = TypeVar("T")
+# What the endpoints return: the result itself on `Gateway`, a coroutine of it on `AsyncGateway`.
+_Completion = TypeVar("_Completion")
+_ChatStream = TypeVar("_ChatStream")
+_Reply = TypeVar("_Reply")
+_TextStream = TypeVar("_TextStream")
+_Image = TypeVar("_Image")
+_Audio = TypeVar("_Audio")
+_Models = TypeVar("_Models")
+_Job = TypeVar("_Job")
 
 
 def _dump(request: Any) -> bytes:
@@ -67,68 +104,12 @@ def _is_sse(response: httpx.Response) -> bool:
     return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
-@dataclass(frozen=True)
-class _IO:
-    """All that differs between the two clients: the I/O calls and the stream classes."""
+class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, _Audio, _Models, _Job]):
+    """The endpoints, written once for both clients. Subclasses provide the driver
+    (`_run`), the HTTP client (`_connect`) and the stream classes."""
 
-    client: type[httpx.Client] | type[httpx.AsyncClient]
-    chat_stream: type[ChatStream] | type[AsyncChatStream]
-    text_stream: type[TextStream] | type[AsyncTextStream]
-    transport: type[httpx.HTTPTransport] | type[httpx.AsyncHTTPTransport]
-    read: Callable[[httpx.Response], Any]
-    sleep: Callable[[float], Any]
-    asynchronous: bool
-
-
-class _Done:
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def _step(program: Program, result: Any, error: BaseException | None) -> Any:
-    """Advance a program by one command; `_Done` when it returns."""
-    try:
-        return program.send(result) if error is None else program.throw(error)
-    except StopIteration as stop:
-        return _Done(stop.value)
-    except httpx.HTTPError as exc:  # a transport error no program step claimed
-        raise connection_error(exc) from None
-
-
-async def _drive(program: Program, act: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Carry out a program's commands with ``act``, handing back results and transport errors.
-
-    The one driver of both clients: `AsyncGateway` awaits it; `Gateway` passes an ``act``
-    that never suspends and runs the coroutine to its end at once with `_now`.
-    """
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        command = _step(program, result, error)
-        if type(command) is _Done:
-            return command.value
-        try:
-            result, error = await act(command), None
-        except httpx.HTTPError as exc:
-            result, error = None, exc
-
-
-def _now(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never suspends, synchronously."""
-    try:
-        coroutine.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coroutine.close()
-    raise RuntimeError("a synchronous gateway action suspended")
-
-
-class _Endpoints:
-    """The endpoints, written once for both clients. Subclasses provide `_io`."""
-
-    _io: _IO
+    _chat_stream: type[ChatStream] | type[AsyncChatStream]
+    _text_stream: type[TextStream] | type[AsyncTextStream]
     _http: httpx.Client | httpx.AsyncClient
 
     def __init__(
@@ -141,43 +122,63 @@ class _Endpoints:
         stream_idle_timeout: float | None = None,
         request_timeout: float | None = None,
         max_retries: int | None = None,
+        max_response_bytes: int | None = None,
+        stream_usage: bool | None = None,
         reasoning_patterns: Iterable[PatternLike] | None = None,
         job_paths: JobPaths | None = None,
         backoff: float = 0.5,
         retry_after_cap: float = 60.0,
         job_interval: float = 2.0,
     ) -> None:
+        # Which gateway: the arguments, else the environment (settings.resolve), else the
+        # policy of gatecell.connect (the local gateway, with one notice per process).
         settings = resolve(base_url, api_key)
-        if not settings.base_url:  # nothing configured: gatecell.connect's policy, the local gateway
+        if not settings.base_url:
             from gatecell.connect import choose
 
             settings = choose()
-        assert settings.base_url is not None  # for mypy: the policy always finds one
+        assert settings.base_url is not None  # the policy always finds one
+
         self.base_url: str = settings.base_url
-        # Unset numbers come from GATECELL_TIMEOUT, GATECELL_CONNECT_TIMEOUT,
-        # GATECELL_STREAM_IDLE_TIMEOUT, GATECELL_REQUEST_TIMEOUT and GATECELL_MAX_RETRIES.
-        # `timeout` bounds each read or write; `request_timeout` the whole of a
-        # non-streaming request (each attempt); streams have the idle timeout instead.
+        # Unset options come from GATECELL_TIMEOUT, GATECELL_CONNECT_TIMEOUT,
+        # GATECELL_STREAM_IDLE_TIMEOUT, GATECELL_REQUEST_TIMEOUT, GATECELL_MAX_RETRIES,
+        # GATECELL_MAX_RESPONSE_BYTES and GATECELL_STREAM_USAGE. `timeout` bounds each read
+        # or write; `request_timeout` the whole of a non-streaming request (each attempt);
+        # streams have the idle timeout instead.
         timeout = env_number(timeout, "GATECELL_TIMEOUT", 60.0)
         connect_timeout = env_number(connect_timeout, "GATECELL_CONNECT_TIMEOUT", 5.0)
-        stream_idle_timeout = env_number(stream_idle_timeout, "GATECELL_STREAM_IDLE_TIMEOUT", 60.0)
+        self.stream_idle_timeout = env_number(stream_idle_timeout, "GATECELL_STREAM_IDLE_TIMEOUT", 60.0)
         self.request_timeout = env_number(request_timeout, "GATECELL_REQUEST_TIMEOUT", 600.0)
-        retries = int(env_number(max_retries, "GATECELL_MAX_RETRIES", 2))
-        self.stream_idle_timeout = stream_idle_timeout
+        retries = env_number(max_retries, "GATECELL_MAX_RETRIES", 2)
+        # One cap for every body when set (0: unset); else JSON_CAP, and MEDIA_CAP for media.
+        self.max_response_bytes = env_number(max_response_bytes, "GATECELL_MAX_RESPONSE_BYTES", 0) or None
+        self._json_cap = self.max_response_bytes or JSON_CAP
+        self._media_cap = self.max_response_bytes or MEDIA_CAP
+        # Usage on chat streams: asked for only on request, since SPEC does not show it.
+        self.stream_usage = env_flag(stream_usage, "GATECELL_STREAM_USAGE")
         self.retry = RetryPolicy(max_retries=retries, base=backoff, retry_after_cap=retry_after_cap)
         self.router = Router(reasoning_patterns)
         self.job_paths = job_paths or JobPaths()
         self.job_interval = job_interval
-        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        self._stream_timeout = httpx.Timeout(timeout, connect=connect_timeout, read=stream_idle_timeout)
-        self._origin = httpx.URL(self.base_url).copy_with(path="/", query=None, fragment=None)
-        self._http = self._io.client(
+        self._stream_timeout = httpx.Timeout(timeout, connect=connect_timeout, read=self.stream_idle_timeout)
+        self._origin = httpx.URL(self.base_url)
+        self._http = self._connect(
             base_url=self.base_url,
-            timeout=self._timeout,
-            headers={"user-agent": _USER_AGENT, "content-type": "application/json"},
-            transport=CappedTransport(self._io.transport()),
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers={
+                "user-agent": _USER_AGENT,
+                "content-type": "application/json",
+                "accept-encoding": "identity",  # see limits: a compressed body escapes the cap
+            },
         )
         self.api_key = settings.api_key
+
+    def _connect(self, **options: Any) -> httpx.Client | httpx.AsyncClient:
+        raise NotImplementedError
+
+    def _run(self, program: Program[Any]) -> Any:
+        """The result of ``program``; on `AsyncGateway`, a coroutine giving it."""
+        raise NotImplementedError
 
     @property
     def api_key(self) -> Secret | None:
@@ -186,144 +187,350 @@ class _Endpoints:
     @api_key.setter
     def api_key(self, value: str | Secret | None) -> None:
         """The bearer header lives in the connection pool's defaults (built once, not per
-        request; httpx shows it as ``[secure]``); requests that must not carry it drop it."""
+        request; httpx shows it as ``[secure]``); requests that must not carry it drop it.
+        The key is masked in every log record of httpx, httpcore and gatecell from now on."""
         self._api_key = Secret(value) if isinstance(value, str) and value else value or None
+        protect_logs(self._api_key)
         if self._api_key:
             self._http.headers["authorization"] = "Bearer " + self._api_key.reveal()
         else:
             self._http.headers.pop("authorization", None)
 
-    def _run(self, program: Program) -> Any:
-        """The result of ``program``; on `AsyncGateway`, a coroutine giving it."""
-        coroutine = _drive(program, self._act)
-        return coroutine if self._io.asynchronous else _now(coroutine)
-
-    async def _act(self, command: Send | Read | Sleep) -> Any:
-        """Carry out one command. The I/O calls come from the subclass: plain on `Gateway`
-        (so this never suspends), awaitables on `AsyncGateway`."""
-        outcome: Any
-        if isinstance(command, Send):
-            outcome = self._http.send(command.request, stream=command.stream, follow_redirects=command.follow)
-        elif isinstance(command, Read):
-            outcome = self._io.read(command.response)
-        else:
-            outcome = self._io.sleep(command.seconds)
-        return (await outcome) if self._io.asynchronous else outcome
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={self.api_key!r})"
 
     # -- conversation -----------------------------------------------------------------
+    #
+    # Keyword arguments beyond a method's parameters are body fields, and must be ones
+    # the endpoint is known to take (schemas: ``passthrough``); any other name is refused
+    # before sending, naming the closest known one. Fields gatecell does not know go,
+    # deliberately and unchecked, in ``extra_body``.
 
+    @overload
     def chat(
         self,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Completion: ...
+    @overload
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _ChatStream: ...
+    @overload
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
         stream: bool = False,
-        **extra: Any,
-    ) -> ChatCompletion | ChatStream:
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Completion | _ChatStream: ...
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
         """Chat completion (SPEC 2.1-2.4): a `ChatCompletion`, or a `ChatStream` of text.
 
         A reasoning model goes to /v1/responses instead (SPEC 4 note 3); the answer is still
-        a `ChatCompletion` (or a stream of its text). On `AsyncGateway`, await it.
+        a `ChatCompletion` (or a stream of its text). With ``stream_usage`` a stream asks for
+        its token usage. On `AsyncGateway`, await it.
         """
-        request = schemas.validate(
-            schemas.ChatRequest,
-            {
-                "model": model,
-                "messages": messages,
-                "temperature": temperature,
-                "top_p": top_p,
-                "max_tokens": max_tokens,
-                "stream": stream,
-                **extra,
-            },
-        )
+        data: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "stream": stream,
+        }
+        if stream and self.stream_usage:
+            data["stream_options"] = {"include_usage": True}
+        request = self._request(schemas.ChatRequest, self.chat, data, fields, extra_body)
         return self._run(self._chat(request))
 
+    @overload
     def messages(
         self,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: Messages,
+        max_tokens: int = 1024,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
         max_tokens: int = 1024,
         stream: bool = False,
-        **extra: Any,
-    ) -> Reply | TextStream:
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
         """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
-        request = schemas.validate(
-            schemas.MessagesRequest,
-            {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream, **extra},
-        )
+        data = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream}
+        request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
         return self._run(
             self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
         )
 
+    @overload
     def generate_content(
-        self, model: str, contents: str | list[dict[str, Any]], stream: bool = False, **extra: Any
-    ) -> Reply | TextStream:
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
         """Native generate-content; ``contents`` may be a plain prompt. The key travels in
         ``x-goog-api-key`` here (SPEC 5), and the model in the path."""
         if not isinstance(model, str) or not model.strip():
             raise InvalidRequest("model", "must not be empty")
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
-        request = schemas.validate(schemas.GenerateContentRequest, {"contents": contents, **extra})
+        data = {"contents": contents}
+        request = self._request(
+            schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body
+        )
         name = quote(model.removeprefix("models/"), safe="-._~@")
         path = (
             f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
             if stream
             else f"/v1beta/models/{name}:generateContent"
         )
-        return self._run(
-            self._native(
-                Call("POST", path, _dump(request), stream, model, auth="goog"), GenerateContentDecoder
-            )
-        )
+        call = Call("POST", path, _dump(request), stream, model, auth="goog")
+        return self._run(self._native(call, GenerateContentDecoder))
 
+    @overload
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
     def responses(
         self,
         model: str,
         input: str | list[Any],
         effort: str | None = None,
         stream: bool = False,
-        **extra: Any,
-    ) -> Reply | TextStream:
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
         """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
-        data = {"model": model, "input": input, "stream": stream, **extra}
+        data: dict[str, Any] = {"model": model, "input": input, "stream": stream}
         if effort is not None:
-            data["reasoning"] = {**data.get("reasoning", {}), "effort": effort}
-        request = schemas.validate(schemas.ResponsesRequest, data)
+            data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
+        request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
         return self._run(
             self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder)
         )
 
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: Literal[False] = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _Completion | _Reply: ...
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: Literal[True],
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _ChatStream | _TextStream: ...
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: bool = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _Completion | _Reply | _ChatStream | _TextStream: ...
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: bool = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> Any:
+        """One conversation (chat-style ``messages``: system and turns) on the text API named
+        by ``api``: "chat", "messages", "generate-content" or "responses" (see `conversation`).
+        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams."""
+        method, arguments = for_api(
+            api, model, messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, effort=effort
+        )
+        return getattr(self, method)(stream=stream, **arguments)
+
     # -- media ------------------------------------------------------------------------
 
-    def image(self, model: str, prompt: str, size: str | None = None, **extra: Any) -> ImageResult:
+    def image(
+        self,
+        model: str,
+        prompt: str,
+        size: str | None = None,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Image:
         """Image generation: `ImageResult` whose ``images`` come from ``b64_json`` or URLs."""
-        request = schemas.validate(
-            schemas.ImageRequest, {"model": model, "prompt": prompt, "size": size, **extra}
-        )
-        return self._run(self._image(Call("POST", "/v1/images/generations", _dump(request), model=model)))
+        data = {"model": model, "prompt": prompt, "size": size}
+        request = self._request(schemas.ImageRequest, self.image, data, fields, extra_body)
+        call = Call("POST", "/v1/images/generations", _dump(request), model=model)
+        return self._run(self._call(call, self._image))
 
     def speech(
-        self, model: str, voice: str, input: str, response_format: str | None = None, **extra: Any
-    ) -> Audio:
+        self,
+        model: str,
+        voice: str,
+        input: str,
+        response_format: str | None = None,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Audio:
         """Text to speech: `Audio` bytes, with the format sniffed from the bytes themselves."""
-        request = schemas.validate(
-            schemas.SpeechRequest,
-            {"model": model, "voice": voice, "input": input, "response_format": response_format, **extra},
-        )
-        return self._run(
-            self._speech(Call("POST", "/v1/audio/speech", _dump(request), model=model), response_format)
-        )
+        data = {"model": model, "voice": voice, "input": input, "response_format": response_format}
+        request = self._request(schemas.SpeechRequest, self.speech, data, fields, extra_body)
+        call = Call("POST", "/v1/audio/speech", _dump(request), model=model, media=True)
+        return self._run(self._call(call, self._speech((request.model_extra or {}).get("response_format"))))
 
-    def models(self) -> ModelList:
+    def models(self) -> _Models:
         """GET /v1/models. What it says about endpoints teaches the reasoning router."""
-        return self._run(self._models())
+        return self._run(self._call(Call("GET", "/v1/models"), self._models))
 
     # -- jobs -------------------------------------------------------------------------
 
@@ -335,10 +542,11 @@ class _Endpoints:
         on_progress: Callable[[Job], Any] | None = None,
         timeout: float = 600,
         interval: float | None = None,
-        **extra: Any,
-    ) -> Job:
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
         """Job-style image: submit, and with ``wait`` poll until done."""
-        request = schemas.validate(schemas.ImagineRequest, {"prompt": prompt, **extra})
+        request = self._request(schemas.ImagineRequest, self.imagine, {"prompt": prompt}, fields, extra_body)
         return self._run(self._submit("imagine", request, None, (wait, on_progress, timeout, interval)))
 
     def video(
@@ -350,10 +558,12 @@ class _Endpoints:
         on_progress: Callable[[Job], Any] | None = None,
         timeout: float = 600,
         interval: float | None = None,
-        **extra: Any,
-    ) -> Job:
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
         """Video generation (a job: queued, in progress, completed; content fetched on use)."""
-        request = schemas.validate(schemas.VideoRequest, {"model": model, "prompt": prompt, **extra})
+        data = {"model": model, "prompt": prompt}
+        request = self._request(schemas.VideoRequest, self.video, data, fields, extra_body)
         return self._run(self._submit("video", request, model, (wait, on_progress, timeout, interval)))
 
     def music(
@@ -365,13 +575,15 @@ class _Endpoints:
         on_progress: Callable[[Job], Any] | None = None,
         timeout: float = 600,
         interval: float | None = None,
-        **extra: Any,
-    ) -> Job:
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
         """Job-style music: submit, and with ``wait`` poll until done."""
-        request = schemas.validate(schemas.MusicRequest, {"prompt": prompt, "style": style, **extra})
+        data = {"prompt": prompt, "style": style}
+        request = self._request(schemas.MusicRequest, self.music, data, fields, extra_body)
         return self._run(self._submit("music", request, None, (wait, on_progress, timeout, interval)))
 
-    def job(self, kind: str, id: str) -> Job:
+    def job(self, kind: str, id: str) -> _Job:
         """One poll of a job by kind ("imagine", "music", "video") and id."""
         return self._run(self._poll(Job(kind, str(id))))
 
@@ -381,31 +593,86 @@ class _Endpoints:
         on_progress: Callable[[Job], Any] | None = None,
         timeout: float = 600,
         interval: float | None = None,
-    ) -> Job:
+    ) -> _Job:
         """Poll ``job`` until it succeeds (returned) or fails or times out (`JobError`)."""
         return self._run(wait_program(self._poll, job, on_progress, timeout, interval or self.job_interval))
 
-    # -- programs (sans-IO; see exchange) ---------------------------------------------
+    # -- requests ---------------------------------------------------------------------
+
+    @staticmethod
+    def _request(
+        model: type[schemas.R],
+        method: Callable[..., Any],
+        data: dict[str, Any],
+        fields: dict[str, Any],
+        extra_body: Mapping[str, Any] | None,
+    ) -> schemas.R:
+        """The validated request: the method's arguments, the body fields it may take, and
+        ``extra_body`` as it is."""
+        if fields:
+            schemas.refuse_unknown(model, method, fields)
+            data.update(fields)
+        if extra_body:
+            data.update(extra_body)
+        return schemas.validate(model, data)
 
     def _build(self, call: Call) -> httpx.Request:
-        url = (
-            self.base_url + call.path if call.path[:1] == "/" else call.path
-        )  # absolute: no merge per request
+        url = self.base_url + call.path if call.path[:1] == "/" else call.path  # absolute: no merge
         if call.stream:
             request = self._http.build_request(
                 call.method, url, content=call.body, headers=_SSE, timeout=self._stream_timeout
             )
+            request.extensions[LIMITS] = Limits(self._json_cap)
         else:
             request = self._http.build_request(call.method, url, content=call.body)
-            request.extensions[DEADLINE] = (time.monotonic() + self.request_timeout, self.request_timeout)
+            cap = self._media_cap if call.media else self._json_cap
+            request.extensions[LIMITS] = Limits(cap, self.request_timeout)
         if call.auth != "bearer" and self._api_key:
             del request.headers["authorization"]
             if call.auth == "goog":
                 request.headers["x-goog-api-key"] = self._api_key.reveal()
         return request
 
-    def _exchange(self, call: Call) -> Program:
-        return exchange(self._build, call, self.retry, self.api_key)
+    # -- programs (sans-IO; see exchange) ---------------------------------------------
+
+    def _call(self, call: Call, parse: Parse) -> Program[Any]:
+        """One call, start to end: send it (with retries and redirects), parse the answer,
+        and hand the `Outcome` to `_record`; a stream hands over its own when it ends."""
+        try:
+            response, meta = yield from exchange(self._build, call, self.retry, self.api_key)
+            if call.stream and not _is_sse(response):
+                yield Read(response)  # a whole body where a stream was asked: parsed as one
+            result = parse(call, response, meta)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            failure = connection_error(exc, call)
+            self._record(Outcome(call, error=failure))
+            raise failure from None
+        except GatecellError as error:
+            self._record(Outcome(call, error=error))
+            raise
+        if isinstance(result, _Stream):
+            result.on_end = lambda stream, error: self._record(
+                Outcome(call, stream, error, meta, partial=not stream.complete)
+            )
+        else:
+            self._record(Outcome(call, result, meta=meta))
+        return result
+
+    def _record(self, outcome: Outcome) -> None:
+        """Where every call's outcome arrives: each endpoint, both clients, streamed or not
+        (a stream's once it is complete, cut or closed). It logs one DEBUG line; anything
+        that must see every exchange hooks in here."""
+        if not logger.isEnabledFor(logging.DEBUG):
+            return
+        call, meta, error = outcome.call, outcome.meta, outcome.error
+        line = f"{call.method} {call.path} model={call.model} -> "
+        if meta is not None:
+            line += f"{meta.status} in {meta.latency:.3f}s (request id {meta.request_id})"
+            if isinstance(outcome.result, _Stream):
+                line += ", stream " + ("cut" if error else "closed early" if outcome.partial else "complete")
+        if error is not None:
+            line += f"{': ' if meta else ''}{error}"
+        logger.debug("%s", line)
 
     def _json(self, response: httpx.Response, call: Call) -> Any:
         """The body as JSON (or text), refusing a 200 that carries an error object."""
@@ -415,7 +682,7 @@ class _Endpoints:
             raise error
         return body
 
-    def _chat(self, request: schemas.ChatRequest) -> Program:
+    def _chat(self, request: schemas.ChatRequest) -> Program[Any]:
         if not self.router.wants_responses(request.model):
             try:
                 return (yield from self._chat_completions(request))
@@ -430,11 +697,13 @@ class _Endpoints:
                 )
         return (yield from self._chat_responses(request))
 
-    def _chat_completions(self, request: schemas.ChatRequest) -> Program:
+    def _chat_completions(self, request: schemas.ChatRequest) -> Program[Any]:
         call = Call("POST", "/v1/chat/completions", _dump(request), request.stream, request.model)
-        response, meta = yield from self._exchange(call)
-        if request.stream:
-            return (yield from self._stream(response, meta, call, ChatDecoder, self._io.chat_stream))
+        return self._call(
+            call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion
+        )
+
+    def _completion(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> ChatCompletion:
         try:
             completion = ChatCompletion.model_validate_json(response.content)
         except ValueError:
@@ -455,15 +724,22 @@ class _Endpoints:
         completion._meta = meta
         return completion
 
-    def _chat_responses(self, request: schemas.ChatRequest) -> Program:
+    def _chat_responses(self, request: schemas.ChatRequest) -> Program[Any]:
         body = to_responses(request.model_dump(exclude_none=True))
         call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
-        response, meta = yield from self._exchange(call)
-        if request.stream:
-            return (yield from self._stream(response, meta, call, ResponsesDecoder, self._io.chat_stream))
+        parse = (
+            self._opener(ResponsesDecoder, self._chat_stream)
+            if request.stream
+            else self._responses_completion
+        )
+        return self._call(call, parse)
+
+    def _responses_completion(
+        self, call: Call, response: httpx.Response, meta: ResponseMeta
+    ) -> ChatCompletion:
         if _is_sse(response):
             return self._collect(response, meta, call, ResponsesDecoder)
-        completion = ChatCompletion.model_validate(to_chat(self._json(response, call), request.model))
+        completion = ChatCompletion.model_validate(to_chat(self._json(response, call), call.model or ""))
         meta.usage = completion.usage
         completion._meta = meta
         return completion
@@ -477,55 +753,59 @@ class _Endpoints:
         decoder.finish()
         return ChatStream(response, decoder, meta).completion()
 
-    def _stream(
-        self,
-        response: httpx.Response,
-        meta: ResponseMeta,
-        call: Call,
-        decoder_cls: type[Decoder],
-        stream_cls: type[Any],
-    ) -> Program:
-        """A stream object, parsed by what Content-Type says rather than by what was asked."""
-        if _is_sse(response):
-            return stream_cls(response, decoder_cls(self.stream_idle_timeout, call.path, self.api_key), meta)
-        yield Read(response)
-        body = self._json(response, call)
-        return stream_cls(response, BodyDecoder(body, path=call.path), meta)
+    def _opener(self, decoder_cls: type[Decoder], stream_cls: type[_Stream]) -> Parse:
+        """How to open a stream: parsed by what Content-Type says rather than by what was
+        asked (a plain body where a stream was asked is one fragment). The whole stream is
+        capped like a JSON body, by the transport."""
 
-    def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program:
-        response, meta = yield from self._exchange(call)
-        if call.stream:
-            return (yield from self._stream(response, meta, call, decoder_cls, self._io.text_stream))
+        def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> _Stream:
+            if _is_sse(response):
+                # One event is at most half a legitimate stream (responses repeat the whole
+                # reply in their last event), so an endless line fails at half the cap.
+                max_event = self._json_cap // 2
+                decoder = decoder_cls(self.stream_idle_timeout, call.path, self.api_key, max_event)
+            else:
+                decoder = BodyDecoder(self._json(response, call), path=call.path)
+            return stream_cls(response, decoder, meta)
+
+        return parse
+
+    def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program[Any]:
+        return self._call(call, self._opener(decoder_cls, self._text_stream) if call.stream else self._reply)
+
+    def _reply(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> Reply:
         reply = Reply(self._json(response, call), meta)
-        meta.usage = reply.usage
+        meta.usage = usage_of(reply.usage)
         return reply
 
-    def _image(self, call: Call) -> Program:
-        response, meta = yield from self._exchange(call)
+    def _image(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> ImageResult:
         body = self._json(response, call)
         return ImageResult(body, images_of(body, self._media_for), meta)
 
-    def _speech(self, call: Call, requested: str | None) -> Program:
-        response, meta = yield from self._exchange(call)
-        mime = response.headers.get("content-type")
-        if mime and mime.startswith(_JSON):
-            self._json(response, call)  # a 200 carrying an error raises here
-        return Audio(response.content, mime, meta, requested)
+    def _speech(self, requested: str | None) -> Parse:
+        def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> Audio:
+            mime = response.headers.get("content-type")
+            if mime and mime.startswith(_JSON):
+                self._json(response, call)  # a 200 carrying an error raises here
+            return Audio(response.content, mime, meta, requested)
 
-    def _models(self) -> Program:
-        call = Call("GET", "/v1/models")
-        response, meta = yield from self._exchange(call)
+        return parse
+
+    def _models(self, call: Call, response: httpx.Response, meta: ResponseMeta) -> ModelList:
         models = ModelList.from_body(self._json(response, call), meta)
         self.router.learn(models)
         return models
 
     def _submit(
         self, kind: str, request: Any, model: str | None, waiting: tuple[bool, Any, float, float | None]
-    ) -> Program:
-        call = Call("POST", self.job_paths.submit(kind), _dump(request), model=model)
-        response, meta = yield from self._exchange(call)
-        body = self._json(response, call)
-        job = self._job_from(kind, submitted_id(kind, body), body, meta)
+    ) -> Program[Job]:
+        def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> Job:
+            body = self._json(response, call)
+            return self._job_from(kind, submitted_id(kind, body), body, meta)
+
+        job = yield from self._call(
+            Call("POST", self.job_paths.submit(kind), _dump(request), model=model), parse
+        )
         wait, on_progress, timeout, interval = waiting
         if wait:
             job = yield from wait_program(
@@ -533,10 +813,11 @@ class _Endpoints:
             )
         return job
 
-    def _poll(self, job: Job) -> Program:
-        call = Call("GET", self.job_paths.fetch(job.kind, job.id))
-        response, meta = yield from self._exchange(call)
-        return self._job_from(job.kind, job.id, self._json(response, call), meta)
+    def _poll(self, job: Job) -> Program[Job]:
+        def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> Job:
+            return self._job_from(job.kind, job.id, self._json(response, call), meta)
+
+        return self._call(Call("GET", self.job_paths.fetch(job.kind, job.id)), parse)
 
     def _job_from(self, kind: str, job_id: str, body: Any, meta: ResponseMeta) -> Job:
         job = job_state(kind, job_id, body, self.job_paths)
@@ -548,47 +829,65 @@ class _Endpoints:
         """Media fetched on first use, with the key only on the gateway's own host."""
         return Media(url=url, mime=mime, load=lambda: self._run(self._fetch(url)))
 
-    def _fetch(self, url: str) -> Program:
-        target = httpx.URL(url)
-        own = (
-            not target.is_absolute_url
-            or target.copy_with(path="/", query=None, fragment=None) == self._origin
+    def _fetch(self, url: str) -> Program[tuple[bytes, str | None]]:
+        call = Call("GET", url, auth="bearer" if self._own(url) else "none", media=True)
+        return self._call(
+            call, lambda call, response, meta: (response.content, response.headers.get("content-type"))
         )
-        response, _ = yield from self._exchange(Call("GET", url, auth="bearer" if own else "none"))
-        return response.content, response.headers.get("content-type")
+
+    def _own(self, url: str) -> bool:
+        """Whether ``url`` is on the gateway's own origin (relative, or the same origin)."""
+        try:
+            target = httpx.URL(url)
+        except httpx.InvalidURL:
+            return False  # and the request fails, in its program, as one line
+        return not target.is_absolute_url or same_origin(self._origin, target)
 
 
-class Gateway(_Endpoints, Closing):
+class Gateway(
+    _Endpoints[ChatCompletion, ChatStream, Reply, TextStream, ImageResult, Audio, ModelList, Job],
+    Closing,
+):
     """Synchronous client. ``with Gateway() as gw: gw.chat(...)``."""
 
-    _io = _IO(
-        httpx.Client,
-        ChatStream,
-        TextStream,
-        httpx.HTTPTransport,
-        httpx.Response.read,
-        time.sleep,
-        asynchronous=False,
-    )
+    _chat_stream = ChatStream
+    _text_stream = TextStream
     _http: httpx.Client
+
+    def _connect(self, **options: Any) -> httpx.Client:
+        return httpx.Client(transport=LimitedTransport(httpx.HTTPTransport()), **options)
+
+    def _run(self, program: Program[T]) -> T:
+        return run(program, self._http)
 
     def close(self) -> None:
         self._http.close()
 
 
-class AsyncGateway(_Endpoints, AsyncClosing):
+class AsyncGateway(
+    _Endpoints[
+        Coroutine[Any, Any, ChatCompletion],
+        Coroutine[Any, Any, AsyncChatStream],
+        Coroutine[Any, Any, Reply],
+        Coroutine[Any, Any, AsyncTextStream],
+        Coroutine[Any, Any, ImageResult],
+        Coroutine[Any, Any, Audio],
+        Coroutine[Any, Any, ModelList],
+        Coroutine[Any, Any, Job],
+    ],
+    AsyncClosing,
+):
     """Asynchronous client: the same methods, awaited; streams are used with ``async for``."""
 
-    _io = _IO(
-        httpx.AsyncClient,
-        AsyncChatStream,
-        AsyncTextStream,
-        httpx.AsyncHTTPTransport,
-        httpx.Response.aread,
-        asyncio.sleep,
-        asynchronous=True,
-    )
+    _chat_stream = AsyncChatStream
+    _text_stream = AsyncTextStream
     _http: httpx.AsyncClient
+
+    def _connect(self, **options: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=LimitedTransport(httpx.AsyncHTTPTransport()), **options)
+
+    def _run(self, program: Program[T]) -> Coroutine[Any, Any, T]:
+        return arun(program, self._http)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -4,8 +4,9 @@ One decoder per stream dialect (chat chunks, native messages, generate-content,
 responses), plus `BodyDecoder` for a gateway that answers a stream request with a plain
 JSON body. `feed` runs once per network read on the hot path, so the chat decoder works
 on plain dicts (no pydantic per chunk) and keeps its per-event work to a few lookups.
-A decoder also enforces the idle timeout: a read that brings only keep-alive comments
-does not count as progress.
+A decoder also enforces the idle timeout (a read that brings only keep-alive comments
+does not count as progress) and the cap on one event (``max_event``, the client's
+``max_response_bytes``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import time
 from json import loads
 from typing import Any
 
-from .errors import StreamError, StreamTimeoutError, error_message
+from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, error_message, too_large
 from .exchange import logger
 from .results import reply_reasoning, reply_text
 from .secret import Secret, redact
-from .sse import Event, SSEParser
+from .sse import Event, EventTooLarge, SSEParser
 
 __all__ = [
     "Decoder",
@@ -28,7 +29,6 @@ __all__ = [
     "GenerateContentDecoder",
     "ResponsesDecoder",
     "BodyDecoder",
-    "chat_usage",
 ]
 
 _monotonic = time.monotonic
@@ -37,27 +37,20 @@ _monotonic = time.monotonic
 _raw_decode = json.JSONDecoder().raw_decode
 
 
-def chat_usage(usage: Any) -> dict[str, Any] | None:
-    """Any usage shape (chat, messages, responses, generate-content) in chat-completion terms."""
-    if not isinstance(usage, dict):
-        return None
-    if "prompt_tokens" in usage:
-        return usage
-    prompt = usage.get("input_tokens", usage.get("promptTokenCount", 0)) or 0
-    completion = usage.get("output_tokens", usage.get("candidatesTokenCount", 0)) or 0
-    total = usage.get("total_tokens", usage.get("totalTokenCount")) or prompt + completion
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
-
-
 class Decoder:
     """Base of the SSE dialects: collects text, reasoning, ids, usage and the end state."""
 
     ends_at_eof = False  # True where the dialect has no end marker of its own
 
     def __init__(
-        self, idle_timeout: float | None = None, path: str | None = None, key: Secret | None = None
+        self,
+        idle_timeout: float | None = None,
+        path: str | None = None,
+        key: Secret | None = None,
+        max_event: int | None = None,
     ) -> None:
-        self.parser = SSEParser()
+        self.parser = SSEParser(max_event)
+        self.max_event = max_event
         self.parts: list[str] = []
         self.reasoning_parts: list[str] = []
         self.raw_events: list[Any] = []
@@ -78,7 +71,10 @@ class Decoder:
 
     def feed(self, raw: bytes) -> list[str]:
         """Parse one read; return the text fragments it completed."""
-        events = self.parser.feed_raw(raw)
+        try:
+            events = self.parser.feed_raw(raw)
+        except EventTooLarge:
+            raise self.error(too_large(self.max_event or 0, "one event"), StreamTooLargeError) from None
         if events:
             self._last = _monotonic()
             self._pending = 0

@@ -29,11 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["api_error", "body_error", "connection_error", "json_body"]
 
 
-def connection_error(exc: httpx.HTTPError, call: Call | None = None) -> APIConnectionError:
+def connection_error(exc: httpx.HTTPError | httpx.InvalidURL, call: Call) -> APIConnectionError:
+    """A transport failure (or an address httpx cannot use, such as a gateway's media URL)."""
     cls = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
-    message = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if call is None:
-        return cls(message)
+    message = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))
     return cls(message, method=call.method, path=call.path)
 
 
@@ -57,8 +56,6 @@ def api_error(response: httpx.Response, key: Secret | None, call: Call, body: An
         found if found else (text.strip()[:300] or response.reason_phrase or "no message", None, None)
     )
     status = response.status_code
-    if 300 <= status < 400:
-        message = f"redirect to {response.headers.get('location')} not followed (the key would go along)"
     if status < 400 and code is not None and code.isdigit() and 400 <= int(code) < 600:
         status = int(code)  # a 200 carrying an error: its code is the better status
     cls = status_error(status)

@@ -20,12 +20,14 @@ __all__ = [
     "NotFoundError",
     "ConflictError",
     "RequestTooLargeError",
+    "ResponseTooLargeError",
     "RateLimitError",
     "ServerError",
     "APIConnectionError",
     "APITimeoutError",
     "StreamError",
     "StreamTimeoutError",
+    "StreamTooLargeError",
     "JobError",
     "error_message",
     "status_error",
@@ -36,8 +38,9 @@ class GatecellError(Exception):
     """Base class of every gatecell error."""
 
 
-class ConfigError(GatecellError):
-    """A setting is missing or malformed (no gateway address, say)."""
+class ConfigError(GatecellError, ValueError):
+    """A setting is missing or malformed (no gateway address, a variable that is not a
+    number...). A ValueError too, as a malformed setting is a bad value."""
 
 
 class InvalidRequest(GatecellError, ValueError):
@@ -86,7 +89,7 @@ class APIError(GatecellError):
         if self.request_id:
             line += f" (request id {self.request_id})"
         if self.hint:
-            line += f". {self.hint}"
+            line += f"{'' if line.endswith('.') else '.'} {self.hint}"
         return line
 
 
@@ -136,6 +139,26 @@ class APITimeoutError(APIConnectionError):
     label = "timeout"
 
 
+class ResponseTooLargeError(APIError):
+    """A response body passed the client's cap (``max_response_bytes``); reading stopped there.
+
+    Raised while the body streams in, never after reading it whole: a hostile gateway cannot
+    make the client hold more than the cap.
+    """
+
+    label = "response too large"
+
+
+def too_large(cap: int, what: str = "the body") -> str:
+    """The message of a `ResponseTooLargeError`: the cap, and the setting that moves it."""
+    size = next(
+        f"{cap / unit:g} {name}"
+        for unit, name in ((2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
+        if cap >= unit or unit == 1
+    )
+    return f"{what} passed {size}; raise max_response_bytes= or GATECELL_MAX_RESPONSE_BYTES to accept more"
+
+
 class StreamError(APIError):
     """A stream ended badly: an error event inside it, a cut connection, an idle timeout.
 
@@ -153,6 +176,12 @@ class StreamTimeoutError(StreamError, APITimeoutError):
     """A stream sent no event within the idle timeout (keep-alive comments do not count)."""
 
     label = "stream timeout"
+
+
+class StreamTooLargeError(StreamError, ResponseTooLargeError):
+    """A stream, or one event of it, passed the client's cap; ``partial_text`` keeps what came."""
+
+    label = "stream too large"
 
 
 class JobError(GatecellError):
@@ -188,20 +217,15 @@ def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
 
     Shapes: chat format ``{"error": {"message", "type", "code"}}``, native messages
     ``{"type": "error", "error": {"type", "message"}}``, generate-content
-    ``{"error": {"code", "message", "status"}}``, a bare ``{"error": "text"}``, FastAPI's
-    ``{"detail": "text" | {...} | [{"msg"}]}`` (LiteLLM's proxy sends it), and the
-    job-style ``{"code": 24, "description"}`` / ``{"code": "error", "message"}``.
+    ``{"error": {"code", "message", "status"}}``, a bare ``{"error": "text"}``, the
+    job-style ``{"code": 24, "description"}`` / ``{"code": "error", "message"}``, and
+    FastAPI's ``{"detail": "text"}``, ``{"detail": {...}}`` and validation
+    ``{"detail": [{"loc", "msg"}]}`` (LiteLLM's proxy answers with those).
     """
     if not isinstance(body, dict):
         return None
-    detail = body.get("detail")
-    if isinstance(detail, list):
-        detail = "; ".join(str(d["msg"]) for d in detail if isinstance(d, dict) and d.get("msg"))
-    if isinstance(detail, dict):
-        found = error_message(detail)
-        detail = found[0] if found else detail.get("message") or detail.get("msg")
-    if isinstance(detail, str) and detail:
-        return detail, None, None
+    if "detail" in body and "error" not in body:
+        return _detail(body["detail"])
     err = body.get("error")
     if isinstance(err, str):
         return err, None, None
@@ -214,4 +238,27 @@ def error_message(body: Any) -> tuple[str, str | None, str | None] | None:
     text = body.get("description") or body.get("message")
     if code not in (None, 1, 21, 22, "success") and isinstance(text, str) and text:
         return text, str(code), None
+    return None
+
+
+def _detail(detail: Any) -> tuple[str, str | None, str | None] | None:
+    """FastAPI's ``detail``: a string, an object (itself often an error body), or a list of
+    validation problems, joined into one line."""
+    if isinstance(detail, str) and detail.strip():
+        return detail, None, None
+    if isinstance(detail, dict):
+        found = error_message(detail)
+        if found:
+            return found
+        text = detail.get("message") or detail.get("msg")
+        return (str(text), None, None) if text else (str(detail), None, None)
+    if isinstance(detail, list) and detail:
+        problems = []
+        for item in detail:
+            if isinstance(item, dict) and item.get("msg"):
+                where = ".".join(str(p) for p in item.get("loc") or [])
+                problems.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+            else:
+                problems.append(str(item))
+        return "; ".join(problems), None, None
     return None

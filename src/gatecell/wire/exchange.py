@@ -1,10 +1,10 @@
-"""One request/response exchange, with its retries, as a sans-IO program.
+"""One request/response exchange, with its retries and redirects, as a sans-IO program.
 
 A *program* is a generator that yields commands (`Send`, `Read`, `Sleep`) and receives
-their results; it returns the outcome. Everything that decides (retries, backoff, error
-mapping, redaction, logging) lives in programs, so `Gateway` and `AsyncGateway` only
-differ in the few lines that carry out a command: ``client.send`` or ``await
-client.send``, ``time.sleep`` or ``await asyncio.sleep``.
+their results; it returns the outcome. Everything that decides (retries, backoff,
+redirects, error mapping, redaction, logging) lives in programs, and `drivers` carries
+out the commands: the same program runs under `Gateway` and `AsyncGateway`, and a test can
+step it by hand with made-up responses.
 """
 
 from __future__ import annotations
@@ -13,31 +13,36 @@ import logging
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from .error_mapping import api_error, connection_error
+from .errors import GatecellError
+from .redirects import redirected
 from .results import ResponseMeta
 from .retry import RetryPolicy
 from .secret import Secret
 
-__all__ = ["Send", "Read", "Sleep", "Call", "Program", "exchange", "logger"]
+__all__ = ["Send", "Read", "Sleep", "Command", "Call", "Outcome", "Program", "exchange", "logger"]
 
 logger = logging.getLogger("gatecell")
 
+T = TypeVar("T")
+
 
 class Send:
-    """Send ``request``; with ``stream`` only the headers are read. Redirects are followed
-    unless the key travels in ``x-goog-api-key``, which httpx would carry to another host
-    (it drops only ``Authorization`` there)."""
+    """Send ``request`` (redirects are not followed: `exchange` decides); with ``stream``
+    only the headers are read."""
 
-    __slots__ = ("request", "stream", "follow")
+    __slots__ = ("request", "stream")
 
-    def __init__(self, request: httpx.Request, stream: bool, follow: bool = True) -> None:
+    def __init__(self, request: httpx.Request, stream: bool) -> None:
         self.request = request
         self.stream = stream
-        self.follow = follow
+
+    def __repr__(self) -> str:
+        return f"Send({self.request.method} {self.request.url}, stream={self.stream})"
 
 
 class Read:
@@ -48,6 +53,9 @@ class Read:
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
 
+    def __repr__(self) -> str:
+        return f"Read({self.response.status_code})"
+
 
 class Sleep:
     __slots__ = ("seconds",)
@@ -55,14 +63,18 @@ class Sleep:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
 
+    def __repr__(self) -> str:
+        return f"Sleep({self.seconds:g})"
+
 
 Command = Send | Read | Sleep
-Program = Generator[Command, Any, Any]
+Program = Generator[Command, Any, T]
 
 
 @dataclass(frozen=True)
 class Call:
-    """What to send. ``body`` is already JSON bytes: serialising is the caller's business."""
+    """What to send. ``body`` is already JSON bytes: serialising is the caller's business.
+    ``media`` marks an answer that is media bytes, which may be larger than JSON."""
 
     method: str
     path: str
@@ -70,12 +82,30 @@ class Call:
     stream: bool = False
     model: str | None = None
     auth: str = "bearer"  # "bearer", "goog" (x-goog-api-key, SPEC 5) or "none"
+    media: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one call ended: what was sent, and what came of it.
+
+    ``result`` is what the endpoint returned (a `ChatCompletion`, a `Reply`, a `Job`...);
+    for a stream it is the stream itself, reported when it ends, with all its text, and
+    ``partial`` tells a stream cut by an error or closed by the caller before its end.
+    ``error`` is the `GatecellError` the call raised; ``meta`` is None when no answer came.
+    """
+
+    call: Call
+    result: Any = None
+    error: GatecellError | None = None
+    meta: ResponseMeta | None = None
+    partial: bool = False
 
 
 def exchange(
     build: Callable[[Call], httpx.Request], call: Call, policy: RetryPolicy, key: Secret | None
-) -> Program:
-    """Send ``call`` with retries; return ``(response, meta)`` for a status below 400.
+) -> Program[tuple[httpx.Response, ResponseMeta]]:
+    """Send ``call`` with retries; return ``(response, meta)`` for a status below 300.
 
     A streamed response comes back unread, so the caller decides by its Content-Type
     how to parse it; nothing past this point is ever retried.
@@ -85,7 +115,14 @@ def exchange(
         request = build(call)
         started = time.perf_counter()
         try:
-            response = yield Send(request, call.stream, call.auth != "goog")
+            response = yield Send(request, call.stream)
+            hops = 0
+            while response.has_redirect_location:
+                if call.stream:
+                    yield Read(response)  # a redirect's body: read, to free the connection
+                request = redirected(call, request, response, hops, key)
+                hops += 1
+                response = yield Send(request, call.stream)
         except httpx.HTTPError as exc:
             error = connection_error(exc, call)
             if attempt >= policy.max_retries:
@@ -95,7 +132,7 @@ def exchange(
         else:
             status = response.status_code
             if status < 300:
-                meta = ResponseMeta(
+                return response, ResponseMeta(
                     call.path,
                     call.model,
                     status,
@@ -103,17 +140,6 @@ def exchange(
                     attempts=attempt + 1,
                     headers=response.headers,
                 )
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug(
-                        "%s %s model=%s -> %d in %.3fs (request id %s)",
-                        call.method,
-                        call.path,
-                        call.model,
-                        status,
-                        meta.latency,
-                        meta.request_id,
-                    )
-                return response, meta
             if call.stream:
                 try:
                     yield Read(response)

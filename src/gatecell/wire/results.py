@@ -60,7 +60,7 @@ class ResponseMeta:
         self.model = model
         self.status = status
         self.latency = latency  # seconds from sending to the whole body (or the stream's headers)
-        self.usage = usage  # the reply's usage as it came (a `Usage` for chat, else a dict)
+        self.usage = usage  # a `schemas.Usage` in chat terms, whatever shape the gateway used
         self.attempts = attempts
         self._headers = headers
         self._request_id = request_id
@@ -79,12 +79,21 @@ class ResponseMeta:
         )
 
 
+# The request id headers of common gateways and providers, most specific first: OpenAI and
+# most gateways, Anthropic, LiteLLM's proxy, new-api/one-api, Azure, AWS, Google; then a
+# correlation id, and Cloudflare's ray id as the last resort.
 _REQUEST_ID_HEADERS = (
     "x-request-id",
     "request-id",
-    "x-oneapi-request-id",
     "x-litellm-call-id",
+    "x-litellm-response-id",
+    "x-oneapi-request-id",
+    "apim-request-id",
+    "x-ms-request-id",
     "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-goog-request-id",
+    "x-correlation-id",
     "cf-ray",
 )
 
@@ -348,6 +357,7 @@ class Reply:
 
     @property
     def usage(self) -> dict[str, Any] | None:
+        """The usage block as the gateway sent it; ``meta.usage`` has it in chat terms."""
         if isinstance(self.raw, dict):
             usage = self.raw.get("usage") or self.raw.get("usageMetadata")
             return usage if isinstance(usage, dict) else None

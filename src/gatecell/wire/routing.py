@@ -1,4 +1,4 @@
-"""Which models must go to /v1/responses, and how a chat request looks there (sans-IO).
+"""Which models must go to /v1/responses, and how their reply looks as a chat completion (sans-IO).
 
 SPEC 1 and 4 note 3 say reasoning models must be called through /v1/responses, but no
 list of them exists. So the client learns it three ways: from the model list when the
@@ -17,11 +17,11 @@ from fnmatch import fnmatchcase
 from re import Pattern
 from typing import Any, Union
 
-from .decoders import chat_usage
 from .errors import APIError
 from .results import Model, reply_reasoning, reply_text
+from .schemas import usage_of
 
-__all__ = ["Router", "DEFAULT_PATTERNS", "responses_only", "to_responses", "to_chat"]
+__all__ = ["Router", "DEFAULT_PATTERNS", "responses_only", "to_chat"]
 
 # Models known to be served by the responses endpoint only. Globs, matched case-insensitively.
 DEFAULT_PATTERNS: tuple[str, ...] = (
@@ -91,31 +91,6 @@ class Router:
         return error.status in (400, 404, 422) and bool(_REFUSAL.search(error.message or ""))
 
 
-def _text(content: Any) -> str:
-    return content if isinstance(content, str) else str(content)
-
-
-def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
-    """A chat request body as a responses body: system messages become ``instructions``,
-    a lone user message becomes the ``input`` string (SPEC 2.5), a longer exchange a list."""
-    body = {
-        k: v
-        for k, v in chat.items()
-        if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")
-    }
-    messages = chat["messages"]
-    system = [_text(m["content"]) for m in messages if m["role"] == "system"]
-    turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
-    if system:
-        body["instructions"] = "\n\n".join(system)
-    body["input"] = turns[0]["content"] if len(turns) == 1 and turns[0]["role"] == "user" else turns
-    if chat.get("max_tokens") is not None:
-        body["max_output_tokens"] = chat["max_tokens"]
-    if chat.get("reasoning_effort"):
-        body["reasoning"] = {"effort": chat["reasoning_effort"]}
-    return body
-
-
 def to_chat(body: Any, model: str) -> dict[str, Any]:
     """A responses reply as a chat completion dict (SPEC 2.3), for `gw.chat` on a reasoning model."""
     body = body if isinstance(body, dict) else {}
@@ -135,5 +110,5 @@ def to_chat(body: Any, model: str) -> dict[str, Any]:
                 "finish_reason": "length" if body.get("status") == "incomplete" else "stop",
             }
         ],
-        "usage": chat_usage(body.get("usage")),
+        "usage": usage_of(body.get("usage")),
     }

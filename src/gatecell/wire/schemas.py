@@ -3,18 +3,27 @@
 Request models carry SPEC's rules (2.1, 2.5, 8) so that both sides refuse the same bad
 input with the same words. They allow extra fields: SPEC leaves much "not shown", and a
 caller may pass what a real gateway accepts (``stream_options``, ``response_format``...).
-Response models cover what SPEC shows (2.3); everything else is left to the raw body.
+Each request model lists those it knows (``passthrough``): the client takes them as
+keyword arguments and refuses any other name, so a typo fails before sending instead of
+travelling in the body (anything else goes, deliberately, in ``extra_body``).
+Response models cover what SPEC shows (2.3), and `usage_of` reads every usage shape as one
+`Usage`; everything else is left to the raw body.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from difflib import get_close_matches
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import InvalidRequest
 
 __all__ = [
+    "RequestModel",
     "Message",
     "ChatRequest",
     "MessagesRequest",
@@ -36,21 +45,32 @@ __all__ = [
     "ChunkChoice",
     "Delta",
     "RANGES",
+    "SIZE",
+    "usage_of",
+    "refuse_unknown",
     "validate",
     "explain",
 ]
 
 Role = Literal["system", "user", "assistant"]
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R", bound="RequestModel")
 
 # SPEC 8: the bounds a request must keep; also used by magics and widgets for their sliders.
 RANGES: dict[str, tuple[float, float]] = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
 
-_SIZE = r"^[1-9][0-9]*x[1-9][0-9]*$"
+# Image sizes, ``WIDTHxHEIGHT`` (SPEC 2.5), for ``SIZE.fullmatch``: checked here, by the
+# magics' options and the panels.
+SIZE = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
 
 
-class _Request(BaseModel):
+class RequestModel(BaseModel):
+    """Base of the request models: extra fields allowed, and the known ones listed."""
+
     model_config = ConfigDict(extra="allow")
+
+    # Body fields beyond SPEC that public SDKs and gateways send for this endpoint.
+    passthrough: ClassVar[frozenset[str]] = frozenset()
 
 
 def _non_empty(value: str) -> str:
@@ -66,8 +86,37 @@ class Message(BaseModel):
     content: str
 
 
-class ChatRequest(_Request):
+class ChatRequest(RequestModel):
     """SPEC 2.1."""
+
+    passthrough = frozenset(
+        {
+            "audio",
+            "frequency_penalty",
+            "logit_bias",
+            "logprobs",
+            "max_completion_tokens",
+            "metadata",
+            "modalities",
+            "n",
+            "parallel_tool_calls",
+            "prediction",
+            "presence_penalty",
+            "reasoning_effort",
+            "response_format",
+            "seed",
+            "service_tier",
+            "stop",
+            "store",
+            "stream_options",
+            "tool_choice",
+            "tools",
+            "top_logprobs",
+            "user",
+            "verbosity",
+            "web_search_options",
+        }
+    )
 
     model: str = Field(min_length=1)
     messages: list[Message] = Field(min_length=1)
@@ -83,8 +132,23 @@ class NativeMessage(BaseModel):
     content: Any  # a string in SPEC 2.5; block lists are common in the wild
 
 
-class MessagesRequest(_Request):
+class MessagesRequest(RequestModel):
     """SPEC 2.5, native messages."""
+
+    passthrough = frozenset(
+        {
+            "metadata",
+            "service_tier",
+            "stop_sequences",
+            "system",
+            "temperature",
+            "thinking",
+            "tool_choice",
+            "tools",
+            "top_k",
+            "top_p",
+        }
+    )
 
     model: str = Field(min_length=1)
     max_tokens: int = Field(ge=1)
@@ -103,41 +167,80 @@ class Content(BaseModel):
     parts: list[Part] = Field(min_length=1)
 
 
-class GenerateContentRequest(_Request):
+class GenerateContentRequest(RequestModel):
     """SPEC 2.5, native generate-content (the model name travels in the path)."""
+
+    passthrough = frozenset(
+        {"cachedContent", "generationConfig", "safetySettings", "systemInstruction", "toolConfig", "tools"}
+    )
 
     contents: list[Content] = Field(min_length=1)
 
 
-class ImageRequest(_Request):
+class ImageRequest(RequestModel):
+    passthrough = frozenset(
+        {
+            "background",
+            "moderation",
+            "n",
+            "output_compression",
+            "output_format",
+            "partial_images",
+            "quality",
+            "response_format",
+            "style",
+            "user",
+        }
+    )
+
     model: str = Field(min_length=1)
     prompt: str
-    size: str | None = Field(default=None, pattern=_SIZE)
+    size: str | None = Field(default=None, pattern=f"^{SIZE.pattern}$")
 
     _prompt = field_validator("prompt")(_non_empty)
 
 
-class ImagineRequest(_Request):
+class ImagineRequest(RequestModel):
+    passthrough = frozenset({"accountFilter", "base64Array", "botType", "notifyHook", "state"})
+
     prompt: str
 
     _prompt = field_validator("prompt")(_non_empty)
 
 
-class VideoRequest(_Request):
+class VideoRequest(RequestModel):
+    passthrough = frozenset({"input_reference", "seconds", "size"})
+
     model: str = Field(min_length=1)
     prompt: str
 
     _prompt = field_validator("prompt")(_non_empty)
 
 
-class MusicRequest(_Request):
+class MusicRequest(RequestModel):
+    passthrough = frozenset(
+        {
+            "continue_at",
+            "continue_clip_id",
+            "gpt_description_prompt",
+            "make_instrumental",
+            "mv",
+            "negative_tags",
+            "tags",
+            "task",
+            "title",
+        }
+    )
+
     prompt: str
     style: str | None = None
 
     _prompt = field_validator("prompt")(_non_empty)
 
 
-class SpeechRequest(_Request):
+class SpeechRequest(RequestModel):
+    passthrough = frozenset({"instructions", "response_format", "speed", "stream_format"})
+
     model: str = Field(min_length=1)
     voice: str = Field(min_length=1)
     input: str
@@ -150,7 +253,34 @@ class Reasoning(BaseModel):
     effort: str | None = None
 
 
-class ResponsesRequest(_Request):
+class ResponsesRequest(RequestModel):
+    passthrough = frozenset(
+        {
+            "background",
+            "include",
+            "instructions",
+            "max_output_tokens",
+            "max_tool_calls",
+            "metadata",
+            "parallel_tool_calls",
+            "previous_response_id",
+            "prompt",
+            "prompt_cache_key",
+            "reasoning",
+            "safety_identifier",
+            "service_tier",
+            "store",
+            "temperature",
+            "text",
+            "tool_choice",
+            "tools",
+            "top_logprobs",
+            "top_p",
+            "truncation",
+            "user",
+        }
+    )
+
     model: str = Field(min_length=1)
     input: str | list[Any]
     reasoning: Reasoning | None = None
@@ -172,6 +302,39 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+
+
+def usage_of(raw: Any) -> Usage | None:
+    """Any usage shape as one `Usage` in chat terms, or None.
+
+    Chat ``prompt_tokens``/``completion_tokens``, messages and responses
+    ``input_tokens``/``output_tokens``, generate-content ``promptTokenCount``/
+    ``candidatesTokenCount``; reasoning tokens, when reported, land in
+    ``completion_tokens_details.reasoning_tokens`` as chat puts them.
+    """
+    if isinstance(raw, Usage) or not isinstance(raw, dict):
+        return raw if isinstance(raw, Usage) else None
+    try:
+        if "prompt_tokens" in raw or "completion_tokens" in raw:
+            return Usage.model_validate(raw)
+        prompt = raw.get("input_tokens", raw.get("promptTokenCount"))
+        completion = raw.get("output_tokens", raw.get("candidatesTokenCount"))
+        total = raw.get("total_tokens", raw.get("totalTokenCount"))
+        if prompt is None and completion is None and total is None:
+            return None
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt or 0,
+            "completion_tokens": completion or 0,
+            "total_tokens": total or (prompt or 0) + (completion or 0),
+        }
+        details = raw.get("output_tokens_details")
+        reasoning = (details or {}).get("reasoning_tokens") if isinstance(details, dict) else None
+        reasoning = reasoning or raw.get("thoughtsTokenCount")
+        if reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        return Usage.model_validate(usage)
+    except ValidationError:  # recognise, never require
+        return None
 
 
 class ChoiceMessage(BaseModel):
@@ -264,6 +427,31 @@ def explain(exc: ValidationError) -> InvalidRequest:
     return InvalidRequest(
         loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {got!r}")
     )
+
+
+def _closest(name: str, known: list[str]) -> str | None:
+    """The first known name with ``name`` as one of its words (format → response_format),
+    else the most similar one."""
+    for candidate in known:
+        if name.lower() in candidate.lower().split("_"):
+            return candidate
+    close = get_close_matches(name, known, n=1)
+    return close[0] if close else None
+
+
+def refuse_unknown(model: type[RequestModel], method: Callable[..., Any], fields: Mapping[str, Any]) -> None:
+    """Refuse a keyword argument of ``method`` that is neither one of its parameters nor a
+    body field ``model`` knows: an `InvalidRequest` naming it and the closest known name."""
+    for name in fields:
+        if name not in model.passthrough:
+            named = [p for p in inspect.signature(method).parameters if p not in ("extra_body", "fields")]
+            close = _closest(name, [*named, *sorted(model.passthrough)])
+            hint = f"did you mean {close}?" if close else f"its parameters: {', '.join(named)}."
+            raise InvalidRequest(
+                name,
+                f"not a parameter of {method.__name__}(); {hint} "
+                "Send body fields gatecell does not know in extra_body={...}",
+            )
 
 
 def validate(model: type[M], data: dict[str, Any]) -> M:

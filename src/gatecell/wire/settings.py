@@ -1,4 +1,4 @@
-"""Where the gateway is and which key to use.
+"""Where the gateway is and which key to use; and how a number or a flag is read from the environment.
 
 Resolution order for each setting: the explicit argument, then ``GATECELL_*``, then the
 ``OPENAI_*`` variables that most tools already set. The base address is stored without a
@@ -8,15 +8,30 @@ client can reach ``/v1beta`` and the unversioned job paths from the same root.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .secret import Secret
 
-__all__ = ["Settings", "resolve", "root_url", "env_number", "ENV_BASE_URL", "ENV_API_KEY"]
+__all__ = [
+    "Settings",
+    "resolve",
+    "root_url",
+    "env_number",
+    "env_flag",
+    "ENV_BASE_URL",
+    "ENV_API_KEY",
+]
 
 ENV_BASE_URL = ("GATECELL_BASE_URL", "OPENAI_BASE_URL")
 ENV_API_KEY = ("GATECELL_API_KEY", "OPENAI_API_KEY")
+
+N = TypeVar("N", int, float)
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True)
@@ -53,19 +68,43 @@ def resolve(base_url: str | None = None, api_key: str | Secret | None = None) ->
     )
 
 
-def env_number(value: float | None, name: str, default: float) -> float:
+def _config_error(message: str) -> Exception:
+    from .errors import ConfigError
+
+    return ConfigError(message)
+
+
+def env_number(value: N | None, name: str, default: N) -> N:
     """An explicit number, else the environment variable ``name``, else ``default``.
 
-    A malformed variable is a `ConfigError` naming it, not a silent default.
+    The one parser of numeric settings, for the client, the magics and the local gateway:
+    the value has the type of ``default`` (an ``int`` may be written ``1e6``), and a
+    malformed, negative or infinite one is a `ConfigError` naming the variable, never a
+    silent default.
     """
     if value is not None:
         return value
-    raw = os.environ.get(name)
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return default
+    kind = "whole number" if type(default) is int else "number"
     try:
-        return type(default)(raw)
+        number = float(raw)
     except ValueError:
-        from .errors import ConfigError
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0 and (kind == "number" or number.is_integer())):
+        raise _config_error(f"{name} must be a non-negative {kind}, got {raw!r}")
+    return type(default)(number)
 
-        raise ConfigError(f"{name} must be a {type(default).__name__}, got {raw!r}") from None
+
+def env_flag(value: bool | None, name: str, default: bool = False) -> bool:
+    """An explicit flag, else ``name`` (1/true/yes/on or 0/false/no/off), else ``default``."""
+    if value is not None:
+        return value
+    raw = os.environ.get(name, "").strip()
+    word = raw.lower()
+    if not word:
+        return default
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise _config_error(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")

@@ -8,6 +8,9 @@ line ends (a CR may end one read and its LF start the next), ``:`` comments (kee
 ``field: value`` with one optional space, several ``data`` lines joined by ``\\n``, and
 ``event``, ``id`` and ``retry``.
 Unicode line separators inside JSON are left alone since only bytes CR and LF end lines.
+An event still open is held as a list of reads, joined once when it ends (so a long event
+costs linear time), and ``max_event`` bounds it: a sender that never ends an event cannot
+make the parser hold more than that.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["Event", "SSEParser", "encode", "comment", "DONE"]
+__all__ = ["Event", "SSEParser", "EventTooLarge", "encode", "comment", "DONE"]
 
 DONE = b"data: [DONE]\n\n"  # SPEC 6: the last line of a chat completion stream
 
@@ -54,19 +57,26 @@ class Event:
         return f"Event(data={self.data!r}, event={self.event!r}, id={self.id!r}, retry={self.retry!r})"
 
 
+class EventTooLarge(ValueError):
+    """An event grew past the parser's ``max_event`` bytes without ending."""
+
+
 class SSEParser:
     """Incremental parser: call `feed` with each read, then `close` at end of stream.
 
     ``last_id`` and ``retry`` keep the stream's latest ``id`` and ``retry`` values, as the
-    SSE rules say they persist across events.
+    SSE rules say they persist across events. ``max_event`` (bytes, or None for no bound)
+    caps an event still being received: past it, `feed` raises `EventTooLarge`.
     """
 
-    __slots__ = ("_buf", "_cr", "_started", "last_id", "retry")
+    __slots__ = ("_held", "_size", "_cr", "_started", "_max", "last_id", "retry")
 
-    def __init__(self) -> None:
-        self._buf = b""
+    def __init__(self, max_event: int | None = None) -> None:
+        self._held: list[bytes] = []  # the reads of an event not yet ended
+        self._size = 0  # their length
         self._cr = False  # the previous read ended in CR: a leading LF now belongs to it
         self._started = False
+        self._max = max_event
         self.last_id: str | None = None
         self.retry: int | None = None
 
@@ -90,13 +100,24 @@ class SSEParser:
         if b"\r" in data:
             self._cr = data[-1:] == b"\r"
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if self._buf:
-            data = self._buf + data
+        if not data:
+            return []
+        held = self._held
+        if held:
+            if b"\n\n" not in data and not (data[:1] == b"\n" and held[-1][-1:] == b"\n"):
+                self._hold(data)  # still inside the same event
+                return []
+            held.append(data)
+            data = b"".join(held)
+            held.clear()
+            self._size = 0
         end = data.rfind(b"\n\n")
         if end < 0:
-            self._buf = data
+            self._hold(data)
             return []
-        self._buf = data[end + 2 :]
+        if end + 2 < len(data):  # the start of the next event: checked against the cap as it grows
+            held.append(data[end + 2 :])
+            self._size = len(data) - end - 2
         # Whole events only, so no UTF-8 sequence is cut; LF never occurs inside one.
         text = data[:end].decode("utf-8", "replace")
         if self.last_id is None:
@@ -114,14 +135,22 @@ class SSEParser:
                 events.append(event)
         return events
 
+    def _hold(self, data: bytes) -> None:
+        self._held.append(data)
+        self._size += len(data)
+        if self._max is not None and self._size > self._max:
+            raise EventTooLarge(f"an event passed {self._max} bytes without ending")
+
     @property
     def pending(self) -> int:
         """Bytes held for an event not yet complete."""
-        return len(self._buf)
+        return self._size
 
     def close(self) -> list[Event]:
         """End of stream. An event left without its closing blank line is still given."""
-        rest, self._buf = self._buf, b""
+        rest = b"".join(self._held)
+        self._held.clear()
+        self._size = 0
         event = self._block(rest.decode("utf-8", "replace")) if rest.strip(b"\n") else None
         return [] if event is None else [event]
 

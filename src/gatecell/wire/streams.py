@@ -2,24 +2,29 @@
 
 The parsing is in `decoders` (sans-IO); these classes only pull bytes from the response
 and make sure the connection is closed however iteration ends: exhausted, broken off,
-an error, or a KeyboardInterrupt. Whatever arrived stays in ``.text``. Nothing here
-retries: once content has been delivered, re-sending would duplicate it.
+an error, or a KeyboardInterrupt. Whatever arrived stays in ``.text``, and the client
+hears once how the stream ended (``on_end``: complete, cut, or closed early). Nothing
+here retries: once content has been delivered, re-sending would duplicate it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import httpx
 
-from .decoders import Decoder, chat_usage
-from .errors import StreamError, StreamTimeoutError
+from .decoders import Decoder
+from .errors import ResponseTooLargeError, StreamError, StreamTimeoutError, StreamTooLargeError
 from .results import ResponseMeta
-from .schemas import ChatCompletion, Usage
+from .schemas import ChatCompletion, Usage, usage_of
 
 __all__ = ["TextStream", "AsyncTextStream", "ChatStream", "AsyncChatStream", "Closing", "AsyncClosing"]
+
+C = TypeVar("C", bound="Closing")
+A = TypeVar("A", bound="AsyncClosing")
 
 
 class Closing:
@@ -28,7 +33,7 @@ class Closing:
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self: Any) -> Any:
+    def __enter__(self: C) -> C:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -41,7 +46,7 @@ class AsyncClosing:
     async def aclose(self) -> None:
         raise NotImplementedError
 
-    async def __aenter__(self: Any) -> Any:
+    async def __aenter__(self: A) -> A:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -49,19 +54,28 @@ class AsyncClosing:
 
 
 class _Stream:
-    """What sync and async streams share: the state of the reply so far."""
+    """What sync and async streams share: the state of the reply so far, and its end."""
 
-    def __init__(self, response: httpx.Response, decoder: Decoder, meta: ResponseMeta) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        decoder: Decoder,
+        meta: ResponseMeta,
+    ) -> None:
         self._response = response
         self._decoder = decoder
         self._started = False
         self._meta = meta
+        self.complete = False  # True once the stream reached its proper end
+        # Called once with the stream and its error (or None) when it ends: complete, cut,
+        # or closed early. The client sets it to record the call's outcome.
+        self.on_end: Callable[[_Stream, StreamError | None], None] | None = None
 
     @property
     def meta(self) -> ResponseMeta:
         """Provenance; its ``usage`` is filled in once the stream has sent it."""
         if self._meta.usage is None:
-            self._meta.usage = self.usage
+            self._meta.usage = usage_of(self._decoder.usage)
         return self._meta
 
     @property
@@ -87,6 +101,7 @@ class _Stream:
 
     @property
     def usage(self) -> Any:
+        """The usage block as the stream sent it (``meta.usage`` has it in chat terms)."""
         return self._decoder.usage
 
     @property
@@ -105,7 +120,7 @@ class _Stream:
                 "created": int(time.time()),
                 "model": self.model or "",
                 "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
-                "usage": chat_usage(self._decoder.usage),
+                "usage": usage_of(self._decoder.usage),
             }
         )
         completion._meta = self.meta
@@ -115,19 +130,38 @@ class _Stream:
         first, self._started = not self._started, True
         return first
 
-    def _broken(self, exc: httpx.HTTPError) -> StreamError:
-        cls = StreamTimeoutError if isinstance(exc, httpx.TimeoutException) else StreamError
-        what = (
-            "no data within the idle timeout"
-            if cls is StreamTimeoutError
-            else "the connection broke mid-stream"
-        )
-        return cls(
-            f"{what} ({type(exc).__name__})",
-            partial_text=self.text,
-            path=self._meta.endpoint,
-            request_id=self._meta.request_id,
-        )
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Around the reading of the body: a transport failure becomes a `StreamError` that
+        keeps the text so far, and however reading ends, the client hears of it once."""
+        error: StreamError | None = None
+        try:
+            yield
+            self.complete = True
+        except StreamError as exc:  # an error event, the idle timeout, an event too large
+            error = exc
+            raise
+        except (httpx.HTTPError, ResponseTooLargeError) as exc:
+            error = self._broken(exc)
+            raise error from None
+        finally:
+            self._ended(error)
+
+    def _ended(self, error: StreamError | None) -> None:
+        """Tell the client, once, how the stream ended."""
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end(self, error)
+
+    def _broken(self, exc: httpx.HTTPError | ResponseTooLargeError) -> StreamError:
+        if isinstance(exc, ResponseTooLargeError):
+            cls: type[StreamError] = StreamTooLargeError
+            what = exc.message
+        elif isinstance(exc, httpx.TimeoutException):
+            cls, what = StreamTimeoutError, f"no data within the idle timeout ({type(exc).__name__})"
+        else:
+            cls, what = StreamError, f"the connection broke mid-stream ({type(exc).__name__})"
+        return cls(what, partial_text=self.text, path=self._meta.endpoint, request_id=self._meta.request_id)
 
     def __repr__(self) -> str:
         return (
@@ -144,11 +178,10 @@ class TextStream(_Stream, Closing):
             return
         decoder = self._decoder
         try:
-            for raw in self._response.iter_bytes():
-                yield from decoder.feed(raw)
-            yield from decoder.finish()
-        except httpx.HTTPError as exc:
-            raise self._broken(exc) from None
+            with self._reading():
+                for raw in self._response.iter_bytes():
+                    yield from decoder.feed(raw)
+                yield from decoder.finish()
         finally:
             self._response.close()
 
@@ -160,6 +193,7 @@ class TextStream(_Stream, Closing):
 
     def close(self) -> None:
         self._response.close()
+        self._ended(None)
 
 
 class AsyncTextStream(_Stream, AsyncClosing):
@@ -170,13 +204,12 @@ class AsyncTextStream(_Stream, AsyncClosing):
             return
         decoder = self._decoder
         try:
-            async for raw in self._response.aiter_bytes():
-                for fragment in decoder.feed(raw):
+            with self._reading():
+                async for raw in self._response.aiter_bytes():
+                    for fragment in decoder.feed(raw):
+                        yield fragment
+                for fragment in decoder.finish():
                     yield fragment
-            for fragment in decoder.finish():
-                yield fragment
-        except httpx.HTTPError as exc:
-            raise self._broken(exc) from None
         finally:
             await self._response.aclose()
 
@@ -187,13 +220,14 @@ class AsyncTextStream(_Stream, AsyncClosing):
 
     async def aclose(self) -> None:
         await self._response.aclose()
+        self._ended(None)
 
 
 class _ChatUsage:
     @property
     def usage(self) -> Usage | None:
-        usage = chat_usage(self._decoder.usage)  # type: ignore[attr-defined]
-        return None if usage is None else Usage.model_validate(usage)
+        """Chat streams give their usage as a `Usage` (when the gateway sent one)."""
+        return usage_of(self._decoder.usage)  # type: ignore[attr-defined]
 
 
 class ChatStream(_ChatUsage, TextStream):

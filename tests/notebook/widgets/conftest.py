@@ -12,7 +12,8 @@ import pytest
 def gw(local_gateway):
     from gatecell import Gateway
 
-    with Gateway(base_url=local_gateway.base_url, api_key=local_gateway.api_key) as client:
+    # stream_usage: the panels' stats show the token counts a chat stream sends when asked.
+    with Gateway(base_url=local_gateway.base_url, api_key=local_gateway.api_key, stream_usage=True) as client:
         yield client
 
 

@@ -166,10 +166,8 @@ class LiveReply:
 
     def _run(self) -> None:
         try:
-            # include_usage asks for the token counts the stats show (the client leaves it
-            # out on /v1/responses, whose stream reports usage anyway).
-            options = {"include_usage": True}
-            stream: Any = self.gateway.chat(stream=True, stream_options=options, **self.request)
+            # Token counts of chat streams come when the client asks (Gateway(stream_usage=True)).
+            stream: Any = self.gateway.chat(stream=True, **self.request)
             with self._lock:
                 self._stream = stream
                 stopped = self.stopped

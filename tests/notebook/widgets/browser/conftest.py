@@ -65,6 +65,7 @@ def voila_url(tmp_path_factory, dashboard_key):
         GATECELL_LOCAL_KEYS=dashboard_key,
         GATECELL_LOCAL_PACE="0.03",
         GATECELL_LOCAL_JOB_SECONDS="1.5",
+        GATECELL_STREAM_USAGE="1",  # the panels' stats show the token counts of chat streams
         JUPYTER_CONFIG_DIR=str(home / "config"),
         JUPYTER_RUNTIME_DIR=str(home / "runtime"),
         PYTHONUNBUFFERED="1",
