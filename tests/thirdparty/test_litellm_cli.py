@@ -55,5 +55,5 @@ def test_wrong_key_is_one_line_with_the_hint_and_without_the_key(litellm):
     wrong = "sk-wrong-" + "c" * 24
     done = gatecell("chat", "-m", "lite-chat", "hi", env={**litellm.env, "GATECELL_API_KEY": wrong})
     assert done.returncode == 1
-    assert done.stderr == f"gatecell: 400 from POST /v1/chat/completions: No connected db.. {HINT}\n"
+    assert done.stderr == f"gatecell: 400 from POST /v1/chat/completions: No connected db. {HINT}\n"
     assert wrong not in done.stdout + done.stderr

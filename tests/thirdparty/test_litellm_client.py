@@ -111,7 +111,7 @@ def test_wrong_key_gets_the_key_hint_and_is_never_shown(litellm):
         gw.models()
     err = caught.value
     assert err.status == 400 and err.hint == HINT  # LiteLLM without a key database: 400 "No connected db."
-    assert str(err) == f"400 from GET /v1/models: No connected db.. {HINT}"
+    assert str(err) == f"400 from GET /v1/models: No connected db. {HINT}"
     assert wrong not in str(err) + repr(err.body)
 
 

@@ -30,7 +30,7 @@ def error(status: int, body: object, **headers: str):
         ({"detail": {"message": "budget exceeded"}}, "budget exceeded"),
         (
             {"detail": [{"loc": ["body", "model"], "msg": "field required"}, {"msg": "bad\nsize"}]},
-            "field required; bad size",
+            "body.model: field required; bad size",
         ),
     ],
 )
