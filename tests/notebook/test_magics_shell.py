@@ -24,7 +24,8 @@ def test_load_is_lazy():
     code = (
         "from IPython.testing.globalipapp import start_ipython; ip = start_ipython(); "
         "ip.run_line_magic('load_ext', 'gatecell'); import sys; "
-        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic')\n"
+        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic',"
+        " 'markdown_it', 'nh3')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

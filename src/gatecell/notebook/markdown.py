@@ -28,7 +28,7 @@ import html
 import re
 from typing import Any
 
-__all__ = ["to_html", "escape", "fence", "link_allowed", "SCHEMES"]
+__all__ = ["to_html", "escape", "fence", "link_allowed", "stylesheet", "SCHEMES"]
 
 SCHEMES = frozenset({"http", "https", "mailto"})
 """The only URL schemes a link may have."""
@@ -56,7 +56,7 @@ def to_html(text: str) -> str:
     """
     renderer, cleaner = _tools()
     body = cleaner.clean(renderer.render(text))
-    style = f"<style>{_stylesheet()}</style>" if "<pre" in body or "<table" in body else ""
+    style = f"<style>{stylesheet()}</style>" if "<pre" in body or "<table" in body else ""
     return f'{style}<div class="gatecell-md">{body}</div>'
 
 
@@ -150,7 +150,8 @@ def _formatter() -> Any:
 
 
 @functools.lru_cache(maxsize=1)
-def _stylesheet() -> str:
+def stylesheet() -> str:
+    """gatecell's one constant stylesheet: tables, and Pygments' colours for code."""
     from pygments.formatters import HtmlFormatter
 
     rules = HtmlFormatter(style="default").get_token_style_defs(".gatecell-md .gatecell-code")
