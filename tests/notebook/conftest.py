@@ -114,9 +114,10 @@ def fault_server():
 @pytest.fixture(scope="session")
 def ipshell():
     """IPython's test shell (a real InteractiveShell) with gatecell loaded."""
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.testing import globalipapp
 
-    shell = start_ipython()
+    globalipapp.start_ipython()  # once per process; the security tests share the shell
+    shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "gatecell")
     return shell
 
