@@ -3,8 +3,8 @@
 A fragment is inert when nothing in it can run script or make the browser act on its own:
 no script-bearing element, no event handler attribute, no URL with a scheme other than
 http, https and mailto (media may use a ``data:`` URL of a type the display knows, or a
-relative path to a file gatecell saved), no inline style beyond table alignment, and no
-``<style>`` but gatecell's own constant stylesheet.
+relative path to a file gatecell saved), no inline style that could load or run anything,
+and no ``<style>`` but gatecell's own constant stylesheet.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ URL_ATTRS = {
 }
 MEDIA_DATA = re.compile(r"data:(image|audio|video)/(?!svg)[a-z0-9.+-]+;base64,[a-z0-9+/=]*")
 DOWNLOAD_DATA = re.compile(r"data:application/octet-stream;base64,[a-z0-9+/=]*")
-ALIGN = re.compile(r"text-align:\s*(left|right|center)\s*;?")
+STYLE_LOADS = re.compile(r"url\(|expression|@import|behavior|binding|javascript|\\", re.I)
 
 
 def problems(html: str) -> list[str]:
@@ -54,7 +54,7 @@ class _Checker(HTMLParser):
             value = value or ""
             if name.startswith("on") or name in ("srcdoc", "formaction", "is", "xmlns"):
                 self.problems.append(f"<{tag} {name}=...>")
-            elif name == "style" and not (tag in ("th", "td") and ALIGN.fullmatch(value.strip())):
+            elif name == "style" and STYLE_LOADS.search(value):
                 self.problems.append(f"<{tag} style={value!r}>")
             elif name == "http-equiv":
                 self.problems.append(f"<{tag} http-equiv>")

@@ -124,6 +124,8 @@ def test_random_text_never_yields_script_handlers_or_bad_urls(text):
     assert_inert(out)
     assert "<script" not in out.lower()
     assert not re.search(r"<[^>]*\son[a-z]+\s*=", out, re.I)
+    styles = re.findall(r"<[a-z0-9]+ [^>]*style=\"([^\"]*)\"", out)
+    assert all(re.fullmatch(r"text-align:(left|right|center)", s) for s in styles), styles
 
 
 @settings(max_examples=300, deadline=None)

@@ -44,7 +44,8 @@ _TAGS = {
 _TABLE_CSS = (
     ".gatecell-md table{border-collapse:collapse;margin:4px 0}"
     ".gatecell-md th,.gatecell-md td{border:1px solid #bbb;padding:2px 8px}"
-    ".gatecell-md pre.gatecell-code{padding:6px 8px;border-radius:4px;overflow-x:auto}"
+    ".gatecell-md pre.gatecell-code{padding:6px 8px;border-radius:4px;overflow-x:auto;"
+    "background:rgba(127,127,127,.1);line-height:1.35}"
 )
 
 

@@ -92,11 +92,13 @@ def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
 def text_html(text: str, *, markdown: bool = False) -> str:
     """Text shown as HTML: a model's reply rendered as sanitised Markdown (see
     `gatecell.notebook.markdown`), anything else as plain text with its line breaks."""
+    # ipywidgets gives an HTML widget the line height of a form control: read like text instead
     if markdown:
         from gatecell.notebook.markdown import to_html
 
-        return f'<div class="gatecell-text">{to_html(text)}</div>'
-    return f'<div class="gatecell-text" style="white-space:pre-wrap">{html.escape(text)}</div>'
+        return f'<div class="gatecell-text" style="line-height:1.45">{to_html(text)}</div>'
+    style = "white-space:pre-wrap;line-height:1.45"
+    return f'<div class="gatecell-text" style="{style}">{html.escape(text)}</div>'
 
 
 def follower(child: widgets.Widget, max_height: str = "420px") -> widgets.Box:
