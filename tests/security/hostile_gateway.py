@@ -79,6 +79,29 @@ IMAGINE_JOB = f"job{img('job-id')}"
 MUSIC_JOB = f"tune{img('music-id')}"
 UNRECOGNISED = {"result": f"```\n</code></pre>{img('unrecognised')}\n```", "note": REPLY[:80]}
 
+# Cells that send every magic to this gateway (after `%config Gatecell.base_url = ...`).
+CELLS = [
+    "%%chat\nshow me",
+    "%chat --no-stream again",
+    "%%chat --footer\nwith provenance",
+    "%%reason\nthink",
+    "%%reason --no-stream --footer\nthink",
+    "%gatecell models",
+    "%gatecell history",
+    "%gatecell config",
+    "%image -m hostile-image a picture",
+    "%image -m hostile-unrecognised a picture",
+    "%speak -m hostile-tts hello",
+    "%speak -m hostile-tts -v params hello",
+    "%imagine a picture",
+    "_",  # the finished job, displayed again
+    "r = %chat hi",
+    "r",  # the reply, displayed again
+    "%video -m hostile-video a clip",
+    "%music a tune",
+    "%chat -m hostile-error hi",
+]
+
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )

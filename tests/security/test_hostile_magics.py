@@ -13,28 +13,6 @@ import base64
 import hostile_gateway as evil
 from inert import assert_inert
 
-CELLS = [
-    "%%chat\nshow me",
-    "%chat --no-stream again",
-    "%%chat --footer\nwith provenance",
-    "%%reason\nthink",
-    "%%reason --no-stream --footer\nthink",
-    "%gatecell models",
-    "%gatecell history",
-    "%gatecell config",
-    "%image -m hostile-image a picture",
-    "%image -m hostile-unrecognised a picture",
-    "%speak -m hostile-tts hello",
-    "%speak -m hostile-tts -v params hello",
-    "%imagine a picture",
-    "_",  # the finished job, displayed again
-    "r = %chat hi",
-    "r",  # the reply, displayed again
-    "%video -m hostile-video a clip",
-    "%music a tune",
-    "%chat -m hostile-error hi",
-]
-
 
 def shown(captured) -> list[dict]:
     return [o.data for o in captured.outputs]
@@ -42,7 +20,7 @@ def shown(captured) -> list[dict]:
 
 def test_every_magic_output_is_inert(run, victim):
     victim.session.config.video_embed_limit = 100
-    for cell in CELLS:
+    for cell in evil.CELLS:
         result, captured = run(cell)
         assert captured.outputs or captured.stderr, cell  # something was shown: the check saw it
         for data in shown(captured):
