@@ -31,7 +31,7 @@ plain <code>
 
 def test_a_reply_keeps_its_form():
     out = to_html(REPLY)
-    assert out.startswith(f"<style>{stylesheet()}</style>")  # code and a table need it
+    assert out.startswith(f"<style>{stylesheet()}</style>")  # code and a table need all of it
     body = out.split("</style>", 1)[1]
     assert body.startswith('<div class="gatecell-md"><h1>Plan</h1>')
     for piece in (
@@ -55,8 +55,10 @@ def test_a_reply_keeps_its_form():
     assert '<pre class="gatecell-code"><code>plain &lt;code&gt;\n</code></pre>' in body
 
 
-def test_plain_prose_carries_no_stylesheet():
+def test_a_fragment_carries_the_styles_it_needs_only():
     assert to_html("just words") == '<div class="gatecell-md"><p>just words</p>\n</div>'
+    table = to_html("| a |\n|---|\n| 1 |")
+    assert table.startswith(f"<style>{stylesheet(code=False)}</style>") and ".gatecell-code" not in table
 
 
 def test_escape_and_fence_keep_composed_markdown_literal():

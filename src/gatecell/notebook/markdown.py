@@ -15,8 +15,8 @@ Markdown: it renders it here, and only the HTML made here reaches a frontend.
    nothing is guessed).
 3. nh3 (ammonia) cleans the result against an allow-list of tags, attributes, classes
    and URL schemes: a second wall, should the first have a gap.
-4. One constant stylesheet of ours goes in front, after cleaning, when code or a table
-   needs it.
+4. gatecell's own constant stylesheet goes in front, after cleaning: the part for tables
+   when there is a table, Pygments' colours when there is code.
 
 Everything heavy is imported on first use: ``%load_ext gatecell`` stays fast.
 """
@@ -44,6 +44,8 @@ _TAGS = {
 _TABLE_CSS = (
     ".gatecell-md table{border-collapse:collapse;margin:4px 0}"
     ".gatecell-md th,.gatecell-md td{border:1px solid #bbb;padding:2px 8px}"
+)
+_CODE_CSS = (
     ".gatecell-md pre.gatecell-code{padding:6px 8px;border-radius:4px;overflow-x:auto;"
     "background:rgba(127,127,127,.1);line-height:1.35}"
 )
@@ -52,13 +54,13 @@ _TABLE_CSS = (
 def to_html(text: str) -> str:
     """``text`` (Markdown) as an HTML fragment safe to show as trusted output.
 
-    The fragment is one ``<div class="gatecell-md">``, preceded by gatecell's stylesheet
-    when it holds code or a table.
+    The fragment is one ``<div class="gatecell-md">``, preceded by the part of gatecell's
+    stylesheet its tables or code need.
     """
     renderer, cleaner = _tools()
     body = cleaner.clean(renderer.render(text))
-    style = f"<style>{stylesheet()}</style>" if "<pre" in body or "<table" in body else ""
-    return f'{style}<div class="gatecell-md">{body}</div>'
+    css = stylesheet(table="<table" in body, code="<pre" in body)
+    return f'{f"<style>{css}</style>" if css else ""}<div class="gatecell-md">{body}</div>'
 
 
 _PUNCTUATION = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
@@ -150,10 +152,13 @@ def _formatter() -> Any:
     return HtmlFormatter(nowrap=True)
 
 
-@functools.lru_cache(maxsize=1)
-def stylesheet() -> str:
-    """gatecell's one constant stylesheet: tables, and Pygments' colours for code."""
+@functools.lru_cache(maxsize=4)
+def stylesheet(*, table: bool = True, code: bool = True) -> str:
+    """gatecell's constant stylesheet, the parts a fragment needs: tables, Pygments' colours."""
     from pygments.formatters import HtmlFormatter
 
+    if not code:
+        return _TABLE_CSS if table else ""
     rules = HtmlFormatter(style="default").get_token_style_defs(".gatecell-md .gatecell-code")
-    return _TABLE_CSS + "".join(re.sub(r"\s*/\*.*?\*/", "", rule) for rule in rules)
+    colours = "".join(re.sub(r"\s*/\*.*?\*/", "", rule) for rule in rules)
+    return (_TABLE_CSS if table else "") + _CODE_CSS + colours
