@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,7 @@ def voila(notebook: Path, port: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def chromium() -> Iterator[object]:
+def chromium() -> Iterator[Any]:
     """Debian's Chromium, launched by Playwright. Use it from a module-scoped fixture, so
     that Playwright's event loop is gone before other tests run `asyncio.run`."""
     if not CHROMIUM.exists():
@@ -115,3 +116,18 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def dashboard_page(browser: Any, url: str) -> Iterator[Any]:
+    """A page of a Voila-served dashboard, once the dashboard is on screen (each page load
+    starts a kernel, so tests of a module share one)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator(".gatecell-dashboard").wait_for(state="visible", timeout=120_000)
+        yield page
+    finally:
+        context.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import hostile_gateway as evil
 import pytest
-from browsers import chromium, clean_env, free_port, serve, voila
+from browsers import clean_env, dashboard_page, free_port, serve, voila
 
 pytestmark = pytest.mark.browser
 
@@ -47,12 +47,6 @@ SCAN = """root => {
 # does asynchronously): any error handler among them has had its chance to run.
 SETTLED = """sel => [...document.querySelectorAll(sel + ' img')].every(i => i.complete
   && (!document.querySelector('.jp-Notebook') || i.getAttribute('src') !== 'x'))"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as found:
-        yield found
 
 
 # -- JupyterLab ---------------------------------------------------------------------------
@@ -161,13 +155,8 @@ def dashboard(tmp_path_factory, hostile, browser):
     port = free_port()
     env = clean_env(home, GATECELL_BASE_URL=hostile.base_url, GATECELL_API_KEY=evil.KEY)
     with serve(voila(notebook, port), port, env, home / "voila.log", cwd=home):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
-        page.locator(".gatecell-dashboard").wait_for(state="visible", timeout=120_000)
-        yield page
-        context.close()
+        with dashboard_page(browser, f"http://127.0.0.1:{port}/") as page:
+            yield page
 
 
 def tab(page, title: str):

@@ -59,17 +59,17 @@ def test_models_table_shows_each_id_as_written(run):
     assert "<td>hostile-model\"'&gt;&lt;img src=x onerror=" in data["text/html"]
 
 
-def test_media_types_from_headers_never_reach_html(run, shell):
+def test_media_types_from_headers_never_reach_html(run, ipshell):
     result, captured = run("%image -m hostile-image -o pics a picture")
     assert result.success, result.error_in_exec
     junk, png = shown(captured)
     assert set(junk) == {"text/html", "text/plain"} and "download image-0.bin" in junk["text/html"]
     assert base64.b64decode(png["image/png"]) == evil.PNG  # the bytes said PNG, whatever the header
-    assert [p.mime for p in shell.user_ns["pics"]] == ["application/octet-stream", "image/png"]
+    assert [p.mime for p in ipshell.user_ns["pics"]] == ["application/octet-stream", "image/png"]
     result, captured = run("%speak -m hostile-tts -o sound hello")
     (audio,) = shown(captured)
     assert "download speech-0.bin" in audio["text/html"] and "audio-type" not in audio["text/html"]
-    assert shell.user_ns["sound"].mime == "application/octet-stream"
+    assert ipshell.user_ns["sound"].mime == "application/octet-stream"
     result, captured = run("%speak -m hostile-tts -v params hello")
     (audio,) = shown(captured)
     assert audio["text/html"].startswith('<audio controls src="data:audio/wav;base64,')

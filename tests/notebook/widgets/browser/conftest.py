@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 
 import pytest
-from browsers import ROOT, chromium, clean_env, free_port, serve, voila
+from browsers import ROOT, clean_env, dashboard_page, free_port, serve, voila
 
 SCREENSHOTS = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / ".artifacts" / "screenshots"))
 
@@ -35,22 +35,10 @@ def voila_url(tmp_path_factory, dashboard_key):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with chromium() as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
 def page(browser, voila_url):
-    """One dashboard page for the module: each page load starts a kernel. Module scope, so
-    Playwright's event loop is gone before other tests run `asyncio.run`."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(voila_url, wait_until="domcontentloaded")
-    page.locator(".gatecell-dashboard").wait_for(state="visible", timeout=120_000)
-    yield page
-    context.close()
+    """One dashboard page for the module: each page load starts a kernel."""
+    with dashboard_page(browser, voila_url) as found:
+        yield found
 
 
 @pytest.fixture(scope="session")
