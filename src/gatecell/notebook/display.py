@@ -9,15 +9,15 @@ The pieces are small and public so that the widgets can reuse them:
 - `media_bundle` / `show_media` embed images and audio as base64 in the output itself,
   so a saved notebook shows them offline; a video is embedded up to a size limit, else
   saved next to the notebook and shown from the file.
+- `provenance` / `footer_text` describe where an output came from (model, endpoint,
+  latency, usage, request id). It travels in the display metadata of every output under
+  the key ``"gatecell"``; never a header, never the key.
+- `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 
 Nothing a gateway sends reaches HTML as it came: text goes through
 `gatecell.notebook.markdown` (Markdown rendered here, then sanitised), a media type
 through `media_type` (a known type or a download), a file name through `safe_name`, and
 every other string (ids, errors, footers) through ``html.escape``.
-- `provenance` / `footer_text` describe where an output came from (model, endpoint,
-  latency, usage, request id). It travels in the display metadata of every output under
-  the key ``"gatecell"``; never a header, never the key.
-- `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 """
 
 from __future__ import annotations

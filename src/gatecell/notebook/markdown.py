@@ -33,7 +33,7 @@ __all__ = ["to_html", "escape", "fence", "link_allowed", "stylesheet", "SCHEMES"
 SCHEMES = frozenset({"http", "https", "mailto"})
 """The only URL schemes a link may have."""
 
-_LINK = re.compile(r"(?i)(https?|mailto):")
+_LINK = re.compile(rf"(?i)({'|'.join(sorted(SCHEMES))}):")
 
 _TAGS = {
     *("p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"),
