@@ -1,5 +1,6 @@
 """Shared fixtures. `local_gateway` is the embedded local gateway, one per test session;
-`kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend shows."""
+`kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend shows;
+`ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium."""
 
 from __future__ import annotations
 
@@ -53,3 +54,36 @@ def kernel_cells():
             kc.stop_channels()
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ipshell():
+    """IPython's test shell (a real InteractiveShell, one per process) with gatecell loaded."""
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "gatecell")
+    return shell
+
+
+@pytest.fixture
+def cell_runner(ipshell):
+    """``run(code)`` runs a cell in the shell; returns (ExecutionResult, captured output)."""
+    from IPython.utils.capture import capture_output
+
+    def run_cell(code: str) -> tuple[Any, Any]:
+        with capture_output() as captured:
+            result = ipshell.run_cell(code)
+        return result, captured
+
+    return run_cell
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium for one test module (see tests/browsers.py)."""
+    from browsers import chromium
+
+    with chromium() as found:
+        yield found

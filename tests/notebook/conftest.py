@@ -115,16 +115,6 @@ def fault_server():
     server.server_close()
 
 
-@pytest.fixture(scope="session")
-def ipshell():
-    """IPython's test shell (a real InteractiveShell) with gatecell loaded."""
-    from IPython.testing.globalipapp import start_ipython
-
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "gatecell")
-    return shell
-
-
 @pytest.fixture
 def gc(ipshell, local_gateway, monkeypatch, tmp_path):
     """The loaded extension pointed at the local gateway, with fresh memory and rich output."""
@@ -146,13 +136,6 @@ def gc(ipshell, local_gateway, monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def run(ipshell, gc):
-    """``run(code)`` runs a cell in the shell; returns (ExecutionResult, captured output)."""
-    from IPython.utils.capture import capture_output
-
-    def run_cell(code: str) -> tuple[Any, Any]:
-        with capture_output() as captured:
-            result = ipshell.run_cell(code)
-        return result, captured
-
-    return run_cell
+def run(gc, cell_runner):
+    """``run(code)`` runs a cell in the shell pointed at the local gateway."""
+    return cell_runner

@@ -90,7 +90,9 @@ def test_long_fast_stream_sends_few_display_messages(kernel):
     assert stream_text(messages, "stdout") == ""
     shown = displays(messages)
     final = shown[-1]["content"]
-    assert final["data"]["text/markdown"] == " ".join(words)
+    assert final["data"]["text/plain"] == " ".join(words)  # the final render holds the whole text
+    assert final["data"]["text/html"].endswith(f"<p>{' '.join(words)}</p>\n</div>")
+    assert "text/markdown" not in final["data"]  # JupyterLab would render it unsanitised
     assert final["metadata"]["gatecell"]["model"] == "local-chat"
     assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
     print(
@@ -114,7 +116,7 @@ def test_interrupt_keeps_partial_text(kernel, fault_server):
         if (
             not interrupted
             and msg["msg_type"] in ("display_data", "update_display_data")
-            and "word3" in msg["content"]["data"]["text/markdown"]
+            and "word3" in msg["content"]["data"]["text/plain"]
         ):
             interrupted.append(True)
             km.interrupt_kernel()
@@ -128,12 +130,12 @@ def test_interrupt_keeps_partial_text(kernel, fault_server):
         err = stream_text(messages, "stderr")
         assert err.count("\n") == 1 and err.startswith("gatecell: interrupted: kept the"), err
         assert not [m for m in messages if m["msg_type"] == "error"]  # no traceback
-        last = displays(messages)[-1]["content"]["data"]["text/markdown"]
+        last = displays(messages)[-1]["content"]["data"]["text/plain"]
         assert last.startswith("word0 word1 word2 word3") and "interrupted: partial reply" in last
         reply, messages = execute(kc, "print(r.partial, r.split()[:2], len(r.split()) < 1000)")
         assert stream_text(messages, "stdout") == "True ['word0', 'word1'] True\n"
         reply, messages = execute(kc, "%gatecell history")
-        assert "partial: interrupted" in displays(messages)[-1]["content"]["data"]["text/markdown"]
+        assert "partial: interrupted" in displays(messages)[-1]["content"]["data"]["text/plain"]
     finally:
         execute(kc, "%config Gatecell.base_url = ''")
 
@@ -173,12 +175,11 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     assert key not in text and key.removeprefix("sk-") not in text
     assert fault_server.key not in text and fault_server.key.removeprefix("sk-") not in text
     outputs = [o for cell in nb.cells for o in cell.outputs]
-    chat = [o for o in nb.cells[1].outputs if "text/markdown" in o.get("data", {})]
+    chat = [o for o in nb.cells[1].outputs if "text/html" in o.get("data", {})]
     assert len(chat) == 1  # the live display, holding its final render
-    assert (
-        chat[0]["data"]["text/markdown"].startswith("Hello! I am local-chat")
-        and "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/markdown"]
-    )
+    assert chat[0]["data"]["text/plain"].startswith("Hello! I am local-chat")
+    assert "-- local-chat · /v1/chat/completions" in chat[0]["data"]["text/plain"]
+    assert "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/html"]
     assert chat[0]["metadata"]["gatecell"]["endpoint"] == "/v1/chat/completions"
     assert any("image/png" in o.get("data", {}) for o in outputs)  # embedded, not a link
     assert any("data:audio/" in o.get("data", {}).get("text/html", "") for o in outputs)

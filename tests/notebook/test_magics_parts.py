@@ -112,13 +112,12 @@ def test_live_markdown_coalesces_and_always_renders_the_end(ipshell):
             live.append(f"t{i} ")
         live.finish(prov={"model": "m", "endpoint": "/v1/chat/completions"}, footer=True, note="done")
     assert live.updates == 2 == len(captured.outputs)  # the first fragment, then the end
-    final = captured.outputs[-1].data["text/markdown"]
-    assert (
-        final.startswith("t0 t1 ")
-        and "t999" in final
-        and "*done*" in final
-        and "<sub>m · /v1/chat/completions</sub>" in final
+    final = captured.outputs[-1].data
+    assert final["text/plain"].startswith("t0 t1 ") and final["text/plain"].endswith(
+        "t999 \n\ndone\n\n-- m · /v1/chat/completions"
     )
+    assert "<p><em>done</em></p>" in final["text/html"]
+    assert "<sub>m · /v1/chat/completions</sub>" in final["text/html"]
     assert captured.outputs[-1].update and captured.outputs[-1].metadata == {
         "gatecell": {"model": "m", "endpoint": "/v1/chat/completions"}
     }

@@ -10,7 +10,11 @@ MAGICS = ["chat", "reason", "image", "speak", "imagine", "video", "music"]
 
 
 def texts(captured) -> list[str]:
-    return [o.data.get("text/markdown", "") for o in captured.outputs]
+    return [o.data.get("text/plain", "") for o in captured.outputs]
+
+
+def htmls(captured) -> list[str]:
+    return [o.data.get("text/html", "") for o in captured.outputs]
 
 
 def test_load_is_lazy():
@@ -20,7 +24,8 @@ def test_load_is_lazy():
     code = (
         "from IPython.testing.globalipapp import start_ipython; ip = start_ipython(); "
         "ip.run_line_magic('load_ext', 'gatecell'); import sys; "
-        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic')\n"
+        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic',"
+        " 'markdown_it', 'nh3')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -69,10 +74,10 @@ def test_chat_streams_into_one_display_and_completes(run, gc):
     assert len(ids) == 1  # one display, updated in place
     assert [o.update for o in captured.outputs][0] is False
     final = captured.outputs[-1]
-    assert final.data["text/markdown"] == " ".join(f"w{i}" for i in range(300))
+    assert final.data["text/plain"] == " ".join(f"w{i}" for i in range(300))
     assert final.metadata["gatecell"]["model"] == "local-chat"
     assert final.metadata["gatecell"]["endpoint"] == "/v1/chat/completions"
-    assert str(result.result) == final.data["text/markdown"]
+    assert str(result.result) == final.data["text/plain"]
     turns = gc.session.memory.get().turns
     assert [t.role for t in turns] == ["user", "assistant"] and turns[1].content == str(result.result)
 
@@ -88,7 +93,7 @@ def test_updates_are_coalesced(run, gc):
     assert result.success
     # 2,000 fragments at 2 ms each take about 4 s: about 20 renders, far from one per fragment
     assert len(captured.outputs) < 100
-    assert captured.outputs[-1].data["text/markdown"].endswith("w1999")
+    assert captured.outputs[-1].data["text/plain"].endswith("w1999")
 
 
 def test_conversation_memory_named_and_reset(run, gc):
@@ -101,8 +106,8 @@ def test_conversation_memory_named_and_reset(run, gc):
     result, _ = run("%chat --new -c other what is my name?")
     assert "not told me" in result.result
     _, captured = run("%gatecell history --all")
-    shown = texts(captured)[0]
-    assert "conversation `default`" in shown and "conversation `other`" in shown
+    shown = htmls(captured)[0]
+    assert "<strong>conversation default</strong>" in shown and "<strong>conversation other</strong>" in shown
     _, captured = run("%gatecell reset --all")
     assert "forgot" in captured.stdout
     assert gc.session.memory.conversations == {}
@@ -138,7 +143,7 @@ def test_reason_shows_reasoning_summary(run):
     assert result.success, result.error_in_exec
     assert "5" in result.result
     assert result.result.reasoning
-    assert "<details>" in texts(captured)[-1]
+    assert "<details><summary>Reasoning summary</summary>" in htmls(captured)[-1]
     assert captured.outputs[-1].metadata["gatecell"]["endpoint"] == "/v1/responses"
 
 
@@ -284,8 +289,9 @@ def test_stream_cut_keeps_partial_text_marked(run, gc, fault_server, ipshell):
 
 def test_models_and_config(run, gc, local_gateway):
     _, captured = run("%gatecell models")
-    table = texts(captured)[0]
-    assert "`local-chat`" in table and "`local-image`" in table
+    table = htmls(captured)[0]
+    assert "<td>local-chat</td>" in table and "<td>local-image</td>" in table
+    assert texts(captured)[0].splitlines()[0].split() == ["model", "owned", "by", "endpoints"]
     _, captured = run("%gatecell config")
     shown = texts(captured)[0]
     assert local_gateway.base_url in shown and "set (environment)" in shown
@@ -330,7 +336,7 @@ def test_image_and_speech_are_embedded(run, ipshell, tmp_path):
     png = captured.outputs[0].data["image/png"]
     assert base64.b64decode(png) == bytes(ipshell.user_ns["img"])
     assert captured.outputs[0].metadata["gatecell"]["endpoint"] == "/v1/images/generations"
-    assert "local-image" in captured.outputs[1].data["text/markdown"]  # the footer
+    assert "local-image" in captured.outputs[1].data["text/html"]  # the footer
     assert (tmp_path / "pic.png").read_bytes() == bytes(ipshell.user_ns["img"])
     result, captured = run("%speak -v nova --autoplay -o sound hello there")
     assert result.success, result.error_in_exec
@@ -380,7 +386,8 @@ def test_value_is_not_shown_twice(run, ipshell):
     result, captured = run("%chat count to 3")
     assert len(captured.outputs) >= 1
     result, captured = run("_")  # a later display of the value renders it
-    assert captured.outputs[-1].data["text/markdown"] == "1, 2, 3."
+    assert captured.outputs[-1].data["text/plain"] == "1, 2, 3."
+    assert "<p>1, 2, 3.</p>" in captured.outputs[-1].data["text/html"]
 
 
 def test_unload_and_load_again(ipshell):

@@ -13,6 +13,11 @@ The pieces are small and public so that the widgets can reuse them:
   latency, usage, request id). It travels in the display metadata of every output under
   the key ``"gatecell"``; never a header, never the key.
 - `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
+
+Nothing a gateway sends reaches HTML as it came: text goes through
+`gatecell.notebook.markdown` (Markdown rendered here, then sanitised), a media type
+through `media_type` (a known type or a download), a file name through `safe_name`, and
+every other string (ids, errors, footers) through ``html.escape``.
 """
 
 from __future__ import annotations
@@ -20,21 +25,30 @@ from __future__ import annotations
 import base64
 import html
 import os
+import re
 import sys
 import time
+import urllib.parse
+from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 from IPython.display import display
+
+from .markdown import escape, to_html
 
 __all__ = [
     "rich_output",
     "provenance",
     "footer_text",
     "LiveMarkdown",
-    "sniff_mime",
+    "SHOWN",
+    "DOWNLOAD",
+    "media_type",
+    "safe_name",
     "media_bundle",
     "show_media",
     "show_markdown",
+    "show_table",
     "Progress",
 ]
 
@@ -112,13 +126,17 @@ def _meta(prov: dict[str, Any] | None) -> dict[str, Any]:
 
 
 class LiveMarkdown:
-    """A streaming reply shown as Markdown in one display that is updated in place.
+    """A streaming reply rendered as Markdown in one display that is updated in place.
 
-    Call `append` with each fragment and `finish` once. Between two renders at least
-    ``interval`` seconds pass (plus 1 ms per 1,000 characters already shown, so long
-    replies re-send their text less often); `finish` always renders the complete text.
-    With ``rich=False`` (a terminal) fragments are written to ``out`` as they arrive.
-    ``updates`` counts the display messages sent, for tests and benchmarks.
+    Call `append` with each fragment and `finish` once. Each render is sanitised HTML
+    (see `gatecell.notebook.markdown`) plus the raw text as ``text/plain``; never
+    ``text/markdown``, which JupyterLab would render itself, unsanitised. Between two
+    renders at least ``interval`` seconds pass, plus 1 ms per 1,000 characters already
+    shown (long replies re-send their text less often), and never less than five times
+    what the last render cost, so rendering takes at most a fifth of the time whatever
+    the length; `finish` always renders the complete text. With ``rich=False`` (a
+    terminal) fragments are written to ``out`` as they arrive. ``updates`` counts the
+    display messages sent, for tests and benchmarks.
     """
 
     def __init__(
@@ -132,6 +150,7 @@ class LiveMarkdown:
         self._handle: Any = None
         self._shown = 0  # characters rendered (rich) or written (text)
         self._last = float("-inf")
+        self._cost = 0.0  # seconds the last render took
 
     def append(self, fragment: str) -> None:
         if not fragment:
@@ -141,9 +160,10 @@ class LiveMarkdown:
             self._write(fragment)
             return
         now = time.monotonic()
-        if now - self._last >= self.interval + len(self.text) / 1_000_000:
+        if now - self._last >= max(self.interval + len(self.text) / 1_000_000, 5 * self._cost):
             self._render(self.text, {})
             self._last = now
+            self._cost = time.monotonic() - now
 
     def finish(
         self,
@@ -158,25 +178,27 @@ class LiveMarkdown:
         an ``aside`` (title, body) folded away (a reasoning summary, say) and the footer."""
         if text is not None:
             self.text = text
-        tail = [f"*{note}*"] if note else []
+        tail: list[tuple[str, str]] = []  # (html, plain) of each line under the text
+        if note:
+            tail.append((f"<p><em>{html.escape(note)}</em></p>", note))
         if aside:
-            tail.append(f"<details><summary>{html.escape(aside[0])}</summary>\n\n{aside[1]}\n\n</details>")
+            title, body = aside
+            summary = f"<details><summary>{html.escape(title)}</summary>{to_html(body)}</details>"
+            tail.append((summary, f"{title}: {body}"))
         if footer and prov:
-            tail.append(f"<sub>{html.escape(footer_text(prov))}</sub>")
+            tail.append(_footer(prov))
         if self.rich:
-            self._render("\n\n".join(t for t in [self.text, *tail] if t), _meta(prov))
+            self._render(self.text, _meta(prov), tail)
             return
         self._write(self.text[self._shown :])
-        lines = [note] if note else []
-        if aside:
-            lines.append(f"{aside[0]}: {aside[1]}")
-        if footer and prov:
-            lines.append(f"-- {footer_text(prov)}")
         end = "" if not self.text or self.text.endswith("\n") else "\n"
-        self._write(end + "".join(f"{line}\n" for line in lines))
+        self._write(end + "".join(f"{plain}\n" for _, plain in tail))
 
-    def _render(self, markdown: str, metadata: dict[str, Any]) -> None:
-        bundle = {"text/markdown": markdown, "text/plain": markdown}
+    def _render(self, text: str, metadata: dict[str, Any], tail: Sequence[tuple[str, str]] = ()) -> None:
+        bundle = {
+            "text/html": to_html(text) + "".join(h for h, _ in tail),
+            "text/plain": "\n\n".join(t for t in [text, *(p for _, p in tail)] if t),
+        }
         if self._handle is None:
             self._handle = display(bundle, raw=True, metadata=metadata, display_id=True)
         else:
@@ -191,40 +213,79 @@ class LiveMarkdown:
         self._shown = len(self.text)
 
 
+def _footer(prov: dict[str, Any]) -> tuple[str, str]:
+    line = footer_text(prov)
+    return f'<div class="gatecell-footer"><sub>{html.escape(line)}</sub></div>', f"-- {line}"
+
+
 def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: bool = False) -> None:
-    """Show a finished Markdown text once (non-streamed replies, tables, notes)."""
+    """Show a finished Markdown text once (non-streamed replies, notes, history), sanitised.
+
+    A gateway's strings inside Markdown that gatecell composes go through
+    `gatecell.notebook.markdown.escape` first, so that they read as written.
+    """
     live = LiveMarkdown(rich=True)
     live.finish(markdown, prov=prov, footer=footer)
 
 
+def show_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, note: str = "") -> None:
+    """A table of values a gateway or the user chose (model ids, settings), each cell shown
+    as written: HTML for frontends, aligned columns as ``text/plain``. ``note`` is Markdown."""
+    table = [list(headers), *([str(cell) for cell in row] for row in rows)]
+    markdown = "\n".join(
+        [_row(escape(h) for h in headers), _row("---" for _ in headers)]
+        + [_row(escape(cell) for cell in row) for row in table[1:]]
+    )
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    plain = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    if note:
+        markdown += f"\n\n{note}"
+        plain += ["", note]
+    display({"text/html": to_html(markdown), "text/plain": "\n".join(plain)}, raw=True)
+
+
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 # -- media -------------------------------------------------------------------------------
 
-_MAGIC_BYTES = [
-    (b"\x89PNG", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF8", "image/gif"),
-    (b"OggS", "audio/ogg"),
-    (b"fLaC", "audio/flac"),
-    (b"ID3", "audio/mpeg"),
-    (b"\xff\xfb", "audio/mpeg"),
-    (b"\xff\xf3", "audio/mpeg"),
-]
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_MEDIA_TYPE = re.compile(rf"{_TOKEN}/{_TOKEN}")  # RFC 9110 §8.3.1, without parameters
+
+SHOWN = frozenset(
+    {
+        *("image/png", "image/jpeg", "image/gif", "image/webp"),
+        *("audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/ogg", "audio/flac"),
+        *("audio/aac", "audio/webm", "audio/mp4"),
+        *("video/mp4", "video/webm", "video/ogg"),
+    }
+)
+"""The media types the display embeds in HTML; anything else is offered as a download."""
+
+DOWNLOAD = "application/octet-stream"
 
 
-def sniff_mime(data: bytes, fallback: str = "application/octet-stream") -> str:
-    """The media type of ``data`` from its first bytes (headers of gateways lie)."""
-    for prefix, mime in _MAGIC_BYTES:
-        if data.startswith(prefix):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
-        return "audio/wav"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[4:8] == b"ftyp":
-        return "video/mp4"
-    if data[:4] == b"\x1aE\xdf\xa3":
-        return "video/webm"
-    return fallback
+def media_type(data: bytes, declared: str | None = None) -> str:
+    """The media type to show ``data`` as: from its first bytes (headers of gateways lie),
+    else ``declared`` when it is a plain ``type/subtype`` token pair (RFC 9110; parameters
+    dropped) of `SHOWN`, else `DOWNLOAD`. Only these three ever reach HTML."""
+    from gatecell.wire.results import sniff
+
+    found = sniff(data)
+    if found:
+        return found[1]
+    mime = (declared or "").split(";", 1)[0].strip().lower()
+    return mime if _MEDIA_TYPE.fullmatch(mime) and mime in SHOWN else DOWNLOAD
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(name: str, fallback: str = "media") -> str:
+    """A file name that stays in its folder whatever a gateway put in ``name`` (a job id,
+    say): letters, digits, ``.``, ``-`` and ``_`` only, no leading dot, 100 characters at most."""
+    return _SAFE_NAME.sub("_", name).lstrip(".")[:100] or fallback
 
 
 def _size(n: int) -> str:
@@ -236,8 +297,10 @@ def _data_uri(data: bytes, mime: str) -> str:
 
 
 def _extension(mime: str) -> str:
-    sub = mime.split("/", 1)[-1].split(";")[0]
-    return {"mpeg": "mp3", "jpeg": "jpg", "x-wav": "wav", "quicktime": "mov"}.get(sub, sub)
+    if mime == DOWNLOAD:
+        return "bin"
+    sub = mime.split("/", 1)[-1]
+    return {"mpeg": "mp3", "jpeg": "jpg", "x-wav": "wav", "wave": "wav"}.get(sub, sub)
 
 
 def media_bundle(
@@ -251,14 +314,14 @@ def media_bundle(
 ) -> dict[str, Any]:
     """A display bundle for image, audio or video bytes, embedded as base64.
 
-    Images use their own mime type (PNG/JPEG/GIF, which every frontend renders), other
-    images an ``<img>`` with a data URI. Audio and video are HTML5 players with a data
-    URI. A video above ``embed_limit`` bytes is written to ``media_dir/name.ext`` and the
-    player points at that file. ``text/plain`` always says what it is, for terminals.
+    The type comes from `media_type`: ``mime`` is only a hint. PNG, JPEG and GIF use their
+    own mime type (every frontend renders them), other images an ``<img>`` with a data URI;
+    audio and video are HTML5 players with a data URI; anything else is a download link.
+    A video or download above ``embed_limit`` bytes is written to
+    ``media_dir/<safe_name(name)>.ext`` and the output points at that file.
+    ``text/plain`` always says what it is, for terminals.
     """
-    mime = (mime or "").split(";")[0].strip() or sniff_mime(data)
-    if mime in ("application/octet-stream", "binary/octet-stream"):
-        mime = sniff_mime(data)
+    mime = media_type(data, mime)
     kind = mime.split("/", 1)[0]
     plain = f"<{mime}, {_size(len(data))}>"
     if mime in ("image/png", "image/jpeg", "image/gif"):
@@ -269,18 +332,21 @@ def media_bundle(
     if kind == "audio":
         player = f'<audio controls{auto} src="{_data_uri(data, mime)}"></audio>'
         return {"text/html": player, "text/plain": plain}
+    file_name = f"{safe_name(name)}.{_extension(mime)}"
+    if len(data) <= embed_limit:
+        src = _data_uri(data, mime)
+    else:
+        os.makedirs(media_dir, exist_ok=True)
+        path = os.path.join(media_dir, file_name)
+        with open(path, "wb") as fh:
+            fh.write(data)
+        plain = f"<{mime}, {_size(len(data))}, saved to {path}>"
+        src = urllib.parse.quote(path.replace(os.sep, "/"))
+    src = html.escape(src)
     if kind == "video":
-        if len(data) <= embed_limit:
-            src = _data_uri(data, mime)
-        else:
-            os.makedirs(media_dir, exist_ok=True)
-            src = os.path.join(media_dir, f"{name}.{_extension(mime)}")
-            with open(src, "wb") as fh:
-                fh.write(data)
-            plain = f"<{mime}, {_size(len(data))}, saved to {src}>"
-            src = html.escape(src.replace(os.sep, "/"))
         return {"text/html": f'<video controls{auto} src="{src}"></video>', "text/plain": plain}
-    return {"text/plain": plain}
+    link = f'<a download="{file_name}" href="{src}">download {file_name}</a> ({_size(len(data))})'
+    return {"text/html": link, "text/plain": plain}
 
 
 def show_media(
@@ -294,12 +360,8 @@ def show_media(
     """Display media bytes (see `media_bundle`) with provenance metadata and an optional footer."""
     display(media_bundle(data, mime, **bundle_options), raw=True, metadata=_meta(prov))
     if footer and prov:
-        line = footer_text(prov)
-        display(
-            {"text/markdown": f"<sub>{html.escape(line)}</sub>", "text/plain": f"-- {line}"},
-            raw=True,
-            metadata=_meta(prov),
-        )
+        line_html, line = _footer(prov)
+        display({"text/html": line_html, "text/plain": line}, raw=True, metadata=_meta(prov))
 
 
 # -- progress ----------------------------------------------------------------------------

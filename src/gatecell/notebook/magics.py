@@ -309,13 +309,13 @@ class GatecellMagics(Magics):
 
     def _show_all(self, ns: argparse.Namespace, media: list[Any], prov: dict[str, Any], name: str) -> Any:
         """Show every media item, save them for ``--save``, return one value or a list."""
-        from .display import show_media, sniff_mime
+        from .display import media_type, show_media
         from .values import MediaBytes
 
         values = []
         for i, item in enumerate(media):
             data = item.data
-            mime = item.mime or sniff_mime(data)
+            mime = media_type(data, item.mime)
             show_media(
                 data,
                 mime,
@@ -333,13 +333,14 @@ class GatecellMagics(Magics):
 
     def _unrecognised(self, what: str, raw: Any, prov: dict[str, Any]) -> None:
         from .display import show_markdown
+        from .markdown import escape, fence
 
         body = (
             json.dumps(raw, indent=2, default=str)[:4000]
             if not isinstance(raw, bytes)
             else f"{len(raw)} bytes"
         )
-        show_markdown(f"*{what}; the gateway sent:*\n\n```json\n{body}\n```", prov=prov)
+        show_markdown(f"*{escape(what)}; the gateway sent:*\n\n{fence(body, 'json')}", prov=prov)
 
     # -- jobs ----------------------------------------------------------------------------
 
@@ -416,20 +417,22 @@ class GatecellMagics(Magics):
         print(HELP)
 
     def _cmd_models(self, ns: argparse.Namespace) -> None:
-        from .display import show_markdown
+        from .display import show_markdown, show_table
 
         models = self.session.gateway.models()
-        rows = ["| model | owned by | endpoints |", "|---|---|---|"]
-        rows += [f"| `{m.id}` | {m.owned_by or ''} | {', '.join(m.endpoints or [])} |" for m in models]
-        show_markdown("\n".join(rows) if len(models) else "*the gateway lists no models*")
+        if not len(models):
+            return show_markdown("*the gateway lists no models*")
+        rows = [(m.id, m.owned_by or "", ", ".join(map(str, m.endpoints or []))) for m in models]
+        show_table(("model", "owned by", "endpoints"), rows)
 
     def _cmd_config(self, ns: argparse.Namespace) -> None:
-        from .display import show_markdown
+        from .display import show_table
 
         settings = {**self.session.describe(), **self.defaults.summary()}
-        rows = ["| setting | value |", "|---|---|"] + [f"| {k} | `{v!r}` |" for k, v in settings.items()]
-        show_markdown(
-            "\n".join(rows) + "\n\nChange with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`."
+        show_table(
+            ("setting", "value"),
+            [(k, repr(v)) for k, v in settings.items()],
+            note="Change with `%config Gatecell.NAME = VALUE`; the key with `%gatecell key`.",
         )
 
     def _cmd_key(self, ns: argparse.Namespace) -> None:
@@ -502,7 +505,9 @@ def _reply_text(result: Any) -> str:
     text = getattr(result, "text", None)
     if isinstance(text, str):
         return text
-    return "```json\n" + json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000] + "\n```"
+    from .markdown import fence
+
+    return fence(json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000], "json")
 
 
 def _save(path: str, index: int, count: int, data: bytes) -> None:

@@ -46,11 +46,17 @@ class Conversation:
         self.turns.append(Turn("assistant", reply, partial=partial, prov=prov or {}))
 
     def markdown(self) -> str:
-        """The conversation as Markdown, for ``%gatecell history``."""
-        lines = [f"**conversation `{self.name}`** ({sum(t.role == 'user' for t in self.turns)} turns)"]
+        """The conversation as Markdown, for ``%gatecell history``: each turn's text quoted
+        under its role, so that a reply's own headings, lists and code keep their form.
+        It is shown through `gatecell.notebook.markdown`, like every reply."""
+        from .markdown import escape
+
+        turns = sum(t.role == "user" for t in self.turns)
+        lines = [f"**conversation {escape(self.name)}** ({turns} turns)"]
         for t in self.turns:
             mark = " *(partial: interrupted)*" if t.partial else ""
-            lines.append(f"**{t.role}**{mark}: {t.content}")
+            quoted = "\n".join(f"> {line}" for line in t.content.splitlines()) or ">"
+            lines.append(f"**{t.role}**{mark}\n{quoted}")
         return "\n\n".join(lines)
 
 

@@ -4,16 +4,19 @@ A magic has already shown its result (live, while it streamed), and the cell's v
 would show it a second time. So each value is created *quiet*: the display right after
 the magic returns is skipped, and every later one (``reply`` in another cell) renders
 normally. `settle()` runs after each cell and makes any value that was not displayed
-(``r = %chat hi``) loud again.
+(``r = %chat hi``) loud again. A value shows itself the way the magic did: sanitised
+HTML, never Markdown a frontend would render unsanitised (see `markdown`).
 """
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from IPython.display import display
 
 from .display import media_bundle
+from .markdown import to_html
 
 __all__ = ["Text", "MediaBytes", "finished_job", "settle"]
 
@@ -68,7 +71,7 @@ class Text(_Shown, str):
         return self
 
     def _bundle(self) -> dict[str, Any]:
-        return {"text/markdown": str(self), "text/plain": str(self)}
+        return {"text/html": to_html(self), "text/plain": str(self)}
 
 
 class MediaBytes(_Shown, bytes):
@@ -106,7 +109,7 @@ def finished_job(job: Any) -> Any:
 class _JobShown(_Shown):
     def _bundle(self) -> dict[str, Any]:
         line = f"{self.kind} job {self.id}: {self.status}"  # type: ignore[attr-defined]
-        return {"text/plain": f"<{line}>", "text/markdown": f"*{line}*"}
+        return {"text/plain": f"<{line}>", "text/html": f"<em>{html.escape(line)}</em>"}
 
 
 _JOB_CLASSES: dict[type, type] = {}

@@ -30,6 +30,7 @@ __all__ = [
     "prompt_box",
     "start_thread",
     "text_html",
+    "follower",
 ]
 
 # Substrings of the paths a model may declare in its /v1/models entry, per panel kind.
@@ -88,9 +89,26 @@ def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
     return redact(text, gateway.api_key if gateway is not None else None)
 
 
-def text_html(text: str) -> str:
-    """Plain text shown as HTML, line breaks kept, nothing interpreted."""
-    return f'<div class="gatecell-text" style="white-space:pre-wrap">{html.escape(text)}</div>'
+def text_html(text: str, *, markdown: bool = False) -> str:
+    """Text shown as HTML: a model's reply rendered as sanitised Markdown (see
+    `gatecell.notebook.markdown`), anything else as plain text with its line breaks."""
+    # ipywidgets gives an HTML widget the line height of a form control: read like text instead
+    if markdown:
+        from gatecell.notebook.markdown import to_html
+
+        return f'<div class="gatecell-text" style="line-height:1.45">{to_html(text)}</div>'
+    style = "white-space:pre-wrap;line-height:1.45"
+    return f'<div class="gatecell-text" style="{style}">{html.escape(text)}</div>'
+
+
+def follower(child: widgets.Widget, max_height: str = "420px") -> widgets.Box:
+    """A scroll box around ``child`` that follows it as it grows, unless the user has
+    scrolled up to read: its flex direction is reversed, so the browser pins the view to
+    the bottom edge, and keeps what the user reads in view once they leave it (scroll
+    anchoring). No script is involved, so it works wherever the widget is shown."""
+    child.layout.flex = "0 0 auto"
+    layout = widgets.Layout(flex_flow="column-reverse", max_height=max_height, overflow="auto")
+    return widgets.Box([child], layout=layout).add_class("gatecell-follow")
 
 
 def latency_text(result: Any) -> str:
@@ -106,19 +124,25 @@ def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
 
 
 def media_widget(media: Any) -> widgets.Widget:
-    """An Image, Audio or Video widget for fetched media; a link when only a URL came back."""
-    data = getattr(media, "data", None)  # first: fetching the bytes settles the mime
-    mime = getattr(media, "mime", None) or "application/octet-stream"
+    """An Image, Audio or Video widget for fetched media, of the type `media_type` settles
+    (never a gateway's header as it came); a link when only a web URL came back."""
+    from gatecell.notebook.display import media_type
+    from gatecell.notebook.markdown import link_allowed
+
+    data = getattr(media, "data", None) or b""
+    mime = media_type(data, getattr(media, "mime", None))
     major, _, sub = mime.partition("/")
     if data and major in ("image", "audio", "video"):
         cls = {"image": widgets.Image, "audio": widgets.Audio, "video": widgets.Video}[major]
         kwargs = {} if major == "image" else {"autoplay": False, "loop": False}
-        return cls(value=data, format=sub or "png", **kwargs).add_class(f"gatecell-result-{major}")
+        return cls(value=data, format=sub, **kwargs).add_class(f"gatecell-result-{major}")
+    if data:
+        return widgets.HTML(f"<i>{len(data):,} bytes of a type gatecell does not show</i>")
     url = getattr(media, "url", None)
-    if url:
+    if url and link_allowed(url):
         link = html.escape(url)
-        return widgets.HTML(f'<a href="{link}" target="_blank">{link}</a>')
-    return widgets.HTML(f"<i>{html.escape(mime)} result with no data</i>")
+        return widgets.HTML(f'<a href="{link}" target="_blank" rel="noopener noreferrer">{link}</a>')
+    return widgets.HTML("<i>a result with no data</i>")
 
 
 def prompt_box(placeholder: str) -> widgets.Textarea:

@@ -27,8 +27,9 @@ class Coalescer:
     """Calls `apply(value)` at most once per `interval` seconds with the latest value pushed.
 
     A value pushed inside the interval is applied by a timer when the interval ends, so a
-    stream that pauses still shows everything that arrived. After `close(final)` nothing
-    else is applied.
+    stream that pauses still shows everything that arrived. The interval stretches to five
+    times what the last `apply` cost (rendering a long reply as Markdown is not free), so
+    applying takes at most a fifth of the time. After `close(final)` nothing else is applied.
     """
 
     def __init__(self, apply: Callable[[Any], None], interval: float = 0.1) -> None:
@@ -36,6 +37,7 @@ class Coalescer:
         self._interval = interval
         self._lock = threading.Lock()
         self._last = 0.0
+        self._cost = 0.0  # seconds the last apply took
         self._pending: Any = None
         self._has_pending = False
         self._timer: threading.Timer | None = None
@@ -47,7 +49,7 @@ class Coalescer:
             if self._closed:
                 return
             self._pending, self._has_pending = value, True
-            wait = self._last + self._interval - time.monotonic()
+            wait = self._last + max(self._interval, 5 * self._cost) - time.monotonic()
             if wait <= 0:
                 self._flush_locked()
             elif self._timer is None:
@@ -74,11 +76,13 @@ class Coalescer:
                 self._flush_locked()
 
     def _flush_locked(self) -> None:
+        started = time.monotonic()
         if self._has_pending:
             self._apply(self._pending)
             self.applied += 1
             self._has_pending = False
         self._last = time.monotonic()
+        self._cost = self._last - started
 
 
 class LiveReply:

@@ -3,6 +3,10 @@
 A turn that produced no text (stopped at once, or failed) is taken back whole: its prompt
 returns to the input box and the conversation stays as it was, so the next Send never
 sends two user messages in a row. A turn with text keeps it, marked when partial.
+
+Replies render as Markdown (headings, lists, tables, highlighted code) through the same
+sanitising renderer as the magics, live as they stream; what the user typed stays plain
+text. The transcript follows a streaming reply unless the user has scrolled up.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import ipywidgets as widgets
 
 from gatecell.wire.schemas import RANGES
 
-from ._base import Panel, button, prompt_box
+from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
@@ -85,9 +89,7 @@ class ChatPanel(Panel):
         self.system = widgets.Textarea(
             value=system, description="System", placeholder="optional system prompt"
         ).add_class("gatecell-system")
-        self.transcript = widgets.VBox(layout=widgets.Layout(max_height="420px", overflow="auto")).add_class(
-            "gatecell-transcript"
-        )
+        self.transcript = widgets.VBox().add_class("gatecell-transcript")
         self.prompt = prompt_box("Ask something, then press Send")
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)
@@ -96,7 +98,7 @@ class ChatPanel(Panel):
             widgets.HBox([self.model, self.max_tokens]),
             widgets.HBox([self.temperature, self.top_p]),
             self.system,
-            self.transcript,
+            follower(self.transcript),
             self.prompt,
             widgets.HBox([self.send_button, self.stop_button, self.clear_button]),
             self.status,
@@ -216,7 +218,5 @@ def _bubble_html(role: str, text: str, model: str | None = None, note: str = "")
     colour = "#eef3ff" if role == "user" else "#f6f6f6"
     return (
         f'<div style="background:{colour};padding:4px 8px;margin:2px 0;border-radius:6px">'
-        f"<b>{html.escape(who)}</b>{mark}"
-        f'<div class="gatecell-text" style="white-space:pre-wrap">{html.escape(text)}</div>'
-        "</div>"
+        f"<b>{html.escape(who)}</b>{mark}{text_html(text, markdown=role == 'assistant')}</div>"
     )

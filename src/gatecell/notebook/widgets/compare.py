@@ -1,7 +1,8 @@
 """The comparison panel: one prompt streamed from several models side by side, at once.
 
-Each model gets its own thread and column; under each column the latency, the time to the
-first token and the token counts the gateway reported. All columns share one gateway
+Each model gets its own thread and column, its reply rendered as Markdown like the chat
+panel's and followed as it grows; under each column the latency, the time to the first
+token and the token counts the gateway reported. All columns share one gateway
 (httpx's connection pool is safe across threads).
 """
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ._base import Panel, button, prompt_box, text_html
+from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply, token_counts
 from .chat import sampling, sampling_controls
 
@@ -140,16 +141,16 @@ class _Column(widgets.VBox):
 
     def __init__(self, model: str) -> None:
         self.header = widgets.HTML(f"<b>{html.escape(model)}</b>")
-        self.body = widgets.HTML(text_html("")).add_class("gatecell-compare-text")
+        self.body = widgets.HTML(text_html("", markdown=True)).add_class("gatecell-compare-text")
         self.stats = widgets.HTML("…").add_class("gatecell-compare-stats")
         super().__init__(
-            [self.header, self.body, self.stats],
+            [self.header, follower(self.body), self.stats],
             layout=widgets.Layout(flex="1 1 0", min_width="220px", margin="0 8px 0 0"),
         )
         self.add_class("gatecell-compare-column")
 
     def show(self, text: str) -> None:
-        self.body.value = text_html(text)
+        self.body.value = text_html(text, markdown=True)
 
     def finish(self, reply: LiveReply) -> None:
         if reply.error:

@@ -133,7 +133,7 @@ class JobView(widgets.VBox):
         ident = f" {html.escape(self.job.id)}" if self.job is not None else ""
         extra = f" · {html.escape(detail)}" if detail else ""
         return (
-            f"<b>{self.kind}</b>{ident} · <span class='gatecell-job-status'>{status}</span>"
+            f"<b>{self.kind}</b>{ident} · <span class='gatecell-job-status'>{html.escape(status)}</span>"
             f"{extra} · <small>{html.escape(self.prompt[:60])}</small>"
         )
 

@@ -57,6 +57,92 @@ def test_chat_reply_streams_into_the_panel(page, screenshots):
     page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "chat.png"))
 
 
+MARKDOWN = """repeat after me: # Shopping list
+
+| item | count |
+|------|------:|
+| eggs | 12 |
+
+```python
+def total(items):
+    return sum(items)  # all of them
+```"""
+
+# Samples the transcript while a reply streams: whether the view shows the growing end.
+WATCH_FOLLOW = """() => {
+  window.__follow = [];
+  window.__watch = setInterval(() => {
+    const box = document.querySelector('.gatecell-chat .gatecell-follow');
+    const bubbles = box.querySelectorAll('.gatecell-assistant');
+    const last = bubbles[bubbles.length - 1];
+    if (!last) return;
+    const view = box.getBoundingClientRect(), end = last.getBoundingClientRect();
+    window.__follow.push({overflow: box.scrollHeight > box.clientHeight + 20,
+                          endInView: end.bottom <= view.bottom + 2 && end.bottom >= view.top});
+  }, 20);
+}"""
+
+FIRST_VISIBLE = """() => {
+  const box = document.querySelector('.gatecell-chat .gatecell-follow');
+  const view = box.getBoundingClientRect();
+  const lines = [...box.querySelectorAll('.gatecell-assistant p')];
+  const seen = lines.find(p => p.getBoundingClientRect().top >= view.top);
+  return seen ? [seen.innerText, seen.getBoundingClientRect().top - view.top] : null;
+}"""
+
+
+def lines(n: int, word: str) -> str:
+    return "repeat after me: " + "\n\n".join(f"{word} {i}" for i in range(1, n + 1))
+
+
+def test_a_reply_renders_as_markdown(page, screenshots):
+    chat = page.locator(".gatecell-chat")
+    chat.locator(".gatecell-prompt textarea").fill(MARKDOWN)
+    chat.locator("button.gatecell-send").click()
+    reply = chat.locator(".gatecell-assistant").last
+    reply.locator("h1", has_text="Shopping list").wait_for()
+    reply.locator("pre.gatecell-code span.k", has_text="def").wait_for()
+    assert reply.locator("table td").all_inner_texts() == ["eggs", "12"]
+    assert reply.locator("th").first.inner_text() == "item"
+    comment = reply.locator("pre.gatecell-code span.c1")
+    assert comment.inner_text() == "# all of them"
+    assert comment.evaluate("e => getComputedStyle(e).fontStyle") == "italic"  # the stylesheet applies
+    assert "#" not in reply.locator("h1").inner_text()  # rendered, not shown as source
+    page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "chat-markdown.png"))
+
+
+def test_the_transcript_follows_the_stream_unless_scrolled_up(page):
+    chat = page.locator(".gatecell-chat")
+    status = chat.locator(".gatecell-status", has_text="completion tokens")
+    box = chat.locator(".gatecell-follow")
+    page.evaluate(WATCH_FOLLOW)
+    chat.locator(".gatecell-prompt textarea").fill(lines(50, "line"))
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-assistant p", has_text="line 50").wait_for()
+    status.wait_for()
+    seen = page.evaluate("() => { clearInterval(window.__watch); return window.__follow; }")
+    while_overflowing = [s["endInView"] for s in seen if s["overflow"]]
+    assert len(while_overflowing) >= 5, seen  # it streamed past the box's height, and was watched
+    assert all(while_overflowing), seen  # the growing end stayed in view all along
+
+    # Scrolled up to read, the view stays where the user put it while the next reply streams.
+    chat.locator(".gatecell-prompt textarea").fill(lines(50, "more"))
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-assistant p", has_text="more 3").wait_for()
+    box.evaluate("b => { b.scrollTop = -b.scrollHeight; }")  # to the top (column-reverse)
+    before = page.evaluate(FIRST_VISIBLE)
+    chat.locator(".gatecell-assistant p", has_text="more 50").wait_for(state="attached")
+    status.wait_for()
+    after = page.evaluate(FIRST_VISIBLE)
+    assert before is not None and after[0] == before[0], (before, after)
+    assert abs(after[1] - before[1]) < 2, (before, after)  # in place, within sub-pixel rounding
+    end = chat.locator(".gatecell-assistant p", has_text="more 50")
+    assert not end.evaluate(
+        "(p, box) => p.getBoundingClientRect().top < box.getBoundingClientRect().bottom",
+        box.element_handle(),
+    )  # the end arrived out of view, below
+
+
 def test_compare_streams_two_models_side_by_side(page, screenshots):
     open_tab(page, "Compare")
     panel = page.locator(".gatecell-compare")
@@ -74,6 +160,27 @@ def test_compare_streams_two_models_side_by_side(page, screenshots):
         assert "84" in column.locator(".gatecell-compare-text").inner_text()
         assert "completion tokens" in column.locator(".gatecell-compare-stats").inner_text()
     page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "compare.png"))
+
+
+def test_compare_columns_follow_their_streams(page):
+    panel = page.locator(".gatecell-compare")
+    panel.locator(".gatecell-compare-models select").select_option(["local-chat"])
+    panel.locator(".gatecell-prompt textarea").fill(lines(40, "row"))
+    panel.locator("button.gatecell-compare-run").click()
+    page.wait_for_function(
+        "() => { const s = document.querySelectorAll('.gatecell-compare .gatecell-compare-stats');"
+        " return s.length === 1 && s[0].innerText.includes('first token'); }"
+    )
+    box = panel.locator(".gatecell-compare-column .gatecell-follow")
+    assert box.evaluate("b => b.scrollHeight > b.clientHeight + 100")  # it overflowed
+    for text, shown in (("row 40", True), ("row 1", False)):
+        line = panel.locator(".gatecell-compare-text p", has_text=text).first
+        inside = line.evaluate(
+            "(p, b) => { const r = p.getBoundingClientRect(), v = b.getBoundingClientRect();"
+            " return r.top >= v.top && r.bottom <= v.bottom; }",
+            box.element_handle(),
+        )
+        assert inside is shown, text  # the column shows the end of the reply, not its start
 
 
 def test_generated_image_is_shown(page, screenshots):

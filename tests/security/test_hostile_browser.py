@@ -1,0 +1,214 @@
+"""The honest victims, in Chromium: JupyterLab showing a trusted notebook of magics run against
+the hostile gateway, and the panels in Voila driven against it.
+
+JupyterLab runs the scripts and event handlers of a trusted notebook's HTML outputs; a
+control output made on purpose proves it does here (``window.__control``), so that
+``window.__pwned`` staying unset means gatecell's outputs gave it nothing to run. Each
+hostile payload records its name in ``window.__pwned`` when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import hostile_gateway as evil
+import pytest
+from browsers import clean_env, dashboard_page, free_port, serve, voila
+
+pytestmark = pytest.mark.browser
+
+CONTROL = (
+    '<div id="gatecell-control"><img src=x onerror="window.__control=1">'
+    "<script>window.__control_script=1</script></div>"
+)
+
+# Everything in `root` that could run or load something; the control's own output is left out.
+SCAN = """root => {
+  const bad = [];
+  for (const el of root.querySelectorAll('*')) {
+    if (el.closest('#gatecell-control')) continue;
+    if (['SCRIPT', 'IFRAME', 'OBJECT', 'EMBED', 'FORM', 'FRAME'].includes(el.tagName)) bad.push(el.tagName);
+    for (const a of el.attributes) {
+      const v = a.value.replace(/[\\x00-\\x20]/g, '').toLowerCase();
+      if (a.name.startsWith('on') || a.name === 'srcdoc') bad.push(`${el.tagName} ${a.name}`);
+      const url = ['href', 'src', 'action', 'formaction', 'xlink:href'].includes(a.name);
+      if (url && /^(javascript|vbscript|data:text|data:image\\/svg)/.test(v)) bad.push(`${el.tagName} ${v}`);
+    }
+  }
+  return bad;
+}"""
+
+# Every image has loaded or failed (and JupyterLab has resolved its relative `src`, which it
+# does asynchronously): any error handler among them has had its chance to run.
+SETTLED = """sel => [...document.querySelectorAll(sel + ' img')].every(i => i.complete
+  && (!document.querySelector('.jp-Notebook') || i.getAttribute('src') !== 'x'))"""
+
+
+# -- JupyterLab ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, hostile):
+    """A notebook of every magic, run against the hostile gateway by nbclient, signed with
+    `jupyter trust`, then served by JupyterLab (as root: --allow-root) on a free port."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "root"
+    (root / "gatecell-media" / "video-x").mkdir(parents=True)
+    setup = [
+        "%load_ext gatecell",
+        f"%config Gatecell.base_url = {hostile.base_url!r}",
+        "%config Gatecell.video_embed_limit = 100",
+    ]
+    cells = [*setup, *evil.CELLS, f"from IPython.display import HTML\nHTML({CONTROL!r})"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    env = clean_env(home, GATECELL_API_KEY=evil.KEY)
+    with pytest.MonkeyPatch.context() as mp:  # the kernel nbclient starts inherits this
+        for name in [n for n in os.environ if n.startswith(("GATECELL_", "OPENAI_"))]:
+            mp.delenv(name)
+        mp.setenv("GATECELL_API_KEY", evil.KEY)
+        client = NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(root)}},
+        )
+        client.execute()
+    path = root / "hostile.ipynb"
+    nbformat.write(nb, str(path))
+    jupyter = Path(sys.executable).parent / "jupyter"
+    subprocess.run([str(jupyter), "trust", str(path)], env=env, check=True, capture_output=True)
+    settings = home / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    port, token = free_port(), secrets.token_hex(16)
+    args = [
+        *("jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"),
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with serve(args, port, clean_env(home), home / "lab.log"):
+        yield f"http://127.0.0.1:{port}/lab/tree/hostile.ipynb?token={token}", nb
+
+
+def test_jupyterlab_runs_no_script_from_a_hostile_gateway(browser, lab):
+    url, nb = lab
+    outputs = [o for cell in nb.cells for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if "text/markdown" in o.get("data", {})]
+    assert sum("text/html" in o.get("data", {}) for o in outputs) >= 15  # the magics showed things
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#gatecell-control").wait_for(state="attached")
+        # The control proves JupyterLab treats these outputs as trusted and runs their script.
+        page.wait_for_function("() => window.__control === 1 && window.__control_script === 1")
+        page.wait_for_function(SETTLED, arg=".jp-OutputArea-output")
+        page.wait_for_load_state("networkidle")  # every image has been asked for and answered
+        outputs = page.locator(".jp-Notebook")
+        assert page.evaluate("() => window.__pwned || null") is None
+        assert outputs.evaluate(SCAN) == []
+        # and the replies were rendered, not dropped: headings, tables, highlighted code
+        rendered = page.locator(".jp-OutputArea-output .gatecell-md h1", has_text=evil.CONTROL_HEADING)
+        assert rendered.count() >= 6
+        assert page.locator(".jp-OutputArea-output .gatecell-md table").count() >= 6
+        assert page.locator(".jp-OutputArea-output pre.gatecell-code span.k").count() >= 6
+        assert (
+            page.locator(".jp-OutputArea-output details summary", has_text="Reasoning summary").count() == 2
+        )
+        text = outputs.inner_text()
+        assert "<script>window.__pwned" in text  # a reply's raw HTML is there, as text
+        assert "hostile-model\"'><img src=x onerror=" in text  # so are the ids, as written
+    finally:
+        context.close()
+
+
+# -- the panels, in Voila -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory, hostile, browser):
+    """Voila serving a dashboard whose gateway is the hostile one, next to a control widget."""
+    import nbformat
+
+    home = tmp_path_factory.mktemp("voila-hostile")
+    notebook = home / "hostile-dashboard.ipynb"
+    cells = [
+        f"import ipywidgets\nipywidgets.HTML({CONTROL!r})",
+        "import gatecell\ngatecell.dashboard()",
+    ]
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), str(notebook)
+    )
+    port = free_port()
+    env = clean_env(home, GATECELL_BASE_URL=hostile.base_url, GATECELL_API_KEY=evil.KEY)
+    with serve(voila(notebook, port), port, env, home / "voila.log", cwd=home):
+        with dashboard_page(browser, f"http://127.0.0.1:{port}/") as page:
+            yield page
+
+
+def tab(page, title: str):
+    page.locator(".gatecell-tabs .lm-TabBar-tab", has_text=title).click()
+
+
+def test_panels_run_no_script_from_a_hostile_gateway(dashboard):
+    page = dashboard
+    chat = page.locator(".gatecell-chat")
+    chat.locator(".gatecell-model select").select_option("hostile-chat")
+    chat.locator(".gatecell-prompt textarea").fill("show me")
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    reply = chat.locator(".gatecell-assistant").last
+    assert reply.locator("h1").inner_text() == evil.CONTROL_HEADING
+    assert reply.locator("table td").count() == 2 and reply.locator("span.k").count() >= 1
+
+    tab(page, "Compare")
+    compare = page.locator(".gatecell-compare")
+    compare.locator(".gatecell-compare-models select").select_option(["hostile-chat", "hostile-error"])
+    compare.locator(".gatecell-prompt textarea").fill("show me")
+    compare.locator("button.gatecell-compare-run").click()
+    compare.locator(".gatecell-status", has_text="1 of 2 failed").wait_for()
+    assert compare.locator(".gatecell-compare-text h1").inner_text() == evil.CONTROL_HEADING
+
+    tab(page, "Image")
+    image = page.locator(".gatecell-image")
+    image.locator(".gatecell-model select").select_option("hostile-image")
+    image.locator(".gatecell-prompt textarea").fill("a picture")
+    image.locator("button.gatecell-generate").click()
+    image.locator(".gatecell-gallery img").wait_for()
+    assert "a type gatecell does not show" in image.locator(".gatecell-gallery").inner_text()
+
+    tab(page, "Speech")
+    speech = page.locator(".gatecell-speech")
+    speech.locator(".gatecell-model select").select_option("hostile-tts")
+    speech.locator(".gatecell-prompt textarea").fill("hello")
+    speech.locator("button.gatecell-speak").click()
+    speech.locator(".gatecell-player", has_text="a type gatecell does not show").wait_for()
+
+    tab(page, "Media")
+    media = page.locator(".gatecell-media")
+    media.locator(".gatecell-prompt textarea").fill("a clip")
+    media.locator("button.gatecell-submit").click()
+    media.locator(".gatecell-job video").wait_for(state="attached")
+    media.locator(".gatecell-job-kind button", has_text="music").click()
+    media.locator("button.gatecell-submit").click()
+    media.locator(".gatecell-job-title", has_text="failed").wait_for()
+
+    page.wait_for_function("() => window.__control === 1")  # innerHTML'd handlers do run here
+    page.wait_for_function(SETTLED, arg=".gatecell-dashboard")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("() => window.__pwned || null") is None
+    assert page.locator(".gatecell-dashboard").evaluate(SCAN) == []
+    assert "<script>window.__pwned" in chat.inner_text()  # the raw HTML is there, as text
