@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import httpx
@@ -193,31 +194,57 @@ def test_unversioned_generate_content(local_gateway):
     assert r.json()["candidates"][0]["content"]["parts"][0]["text"] == "1+2 = 3"
 
 
+# Strings include lone surrogates (json.dumps writes them as \ud800 escapes, as a hostile
+# client would); nesting goes past what a recursive walk survives; numbers past int->str limits.
+_text = st.text(st.characters() | st.characters(categories=["Cs"]), max_size=20)
+_deep = st.integers(30, 990).map(lambda depth: functools.reduce(lambda inner, _: [inner], range(depth), "x"))
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
     max_leaves=12,
 )
+_HUGE = "*".join(["999999**64"] * 18)
 _fields = st.fixed_dictionaries(
     {},
     optional={
-        k: _json | st.sampled_from(v)
+        k: _json | _deep | st.sampled_from(v)
         for k, v in {
             "model": ["local-chat", "local-reasoner", "local-image", "local-tts", "local-video", "x"],
-            "messages": [[{"role": "user", "content": "hi"}], [{"role": "user", "content": ["a"]}]],
+            "messages": [
+                [{"role": "user", "content": "hi"}],
+                [{"role": "user", "content": ["a"]}],
+                [{"role": "user", "content": f"what is {_HUGE}"}],
+                [{"role": "user", "content": "count to " + "9" * 5000}],
+                [{"role": "user", "content": "hello" + "." * 5000 + "#"}],
+                [
+                    {
+                        "role": "user",
+                        "content": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+                    }
+                ],
+            ],
+            "system": ["be brief", "\ud800"],
             "stream": [True, False],
             "max_tokens": [1, 0, -1, 10**12],
-            "input": ["hi", ["a"], [{"role": "user", "content": 3}]],
-            "prompt": ["a cat --ar 99:1", "--ar", "x --seed -1", "--aspect 0:0 y"],
-            "size": ["64x64", "0x0", "99999x99999", "65x65"],
+            "input": ["hi", ["a"], [{"role": "user", "content": 3}], _HUGE],
+            "prompt": [
+                "a cat --ar 99:1",
+                "--ar",
+                "x --seed -1",
+                "--aspect 0:0 y",
+                "x" * 9000,
+                "--seed " + "9" * 5000,
+            ],
+            "size": ["64x64", "0x0", "99999x99999", "65x65", "9" * 5000 + "x64", "\u00b24x64"],
             "voice": ["alloy", "zzz"],
             "response_format": ["wav", "mp3", "url", ["x"], {"a": 1}],
-            "contents": [[{"parts": [{"text": "x"}]}], [{"parts": []}], "x"],
-            "seconds": ["1", "nan", -1, 1e9],
-            "style": ["jazz", 3],
+            "contents": [[{"parts": [{"text": "x"}]}], [{"parts": []}], "x", [{"parts": [{"text": _HUGE}]}]],
+            "seconds": ["1", "nan", -1, 1e9, "9" * 5000],
+            "style": ["jazz", 3, "x" * 300],
             "reasoning": [{"effort": "low"}, {"effort": 3}, "high"],
             "stream_options": [{"include_usage": True}, "x"],
             "generationConfig": [{"maxOutputTokens": 0}, {"maxOutputTokens": "x"}, []],
+            "systemInstruction": ["be brief"],
             "n": [2, "1"],
         }.items()
     },
@@ -237,16 +264,19 @@ _paths = st.sampled_from(
         "/v1beta/models/:",
         "/v1/videos/%00/content",
         "/imgjob/task/../fetch",
+        "/v1/videos/x%ED%A0%80",
+        "/musicjob/fetch/%F0%9F%98%80",
+        "/files/%ED%A0%80.png",
     ]
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=_paths, body=_fields | _json | st.binary(max_size=64).map(lambda b: b.decode("latin-1")))
+@given(path=_paths, body=_fields | _json | st.binary(max_size=64))
 def test_no_input_produces_a_500(local_gateway, path, body):
     key = local_gateway.api_key.reveal()
     headers = {"authorization": f"Bearer {key}", "x-goog-api-key": key, "content-type": "application/json"}
-    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
     r = httpx.post(f"{local_gateway.base_url}{path}", content=content, headers=headers, timeout=30)
     assert r.status_code < 500, r.text
     if r.status_code >= 400:

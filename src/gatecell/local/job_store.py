@@ -10,15 +10,15 @@ Bounds, so that no caller can make the gateway do unbounded work: at most `queue
 unfinished at once, `queue_per_owner` of them for one owner (more are refused with
 `QueueFull`); at most `kept` jobs are listed. A job leaves the list with its file, and its
 file leaves the `MediaStore` with it: a job that says it succeeded can always be fetched.
-A job that leaves before its render ends is stopped (it never starts, or stops between
-frames). Each job is a plain record (owner, prompt, state, file name) apart from the running
-task, so a durable store can keep the records as they are.
+A job that leaves before its render ends is stopped through a `threading.Event` (it never
+starts, or stops between frames: a worker thread cannot be cancelled from outside). Each job
+is a plain record (owner, prompt, state, file name) apart from the running task, so a durable
+store can keep the records as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import secrets
 import threading
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .backends._stop import Stopped
+from .backends._stop import Stopped, check
 from .media_store import MediaStore
 from .render import Renders
 
@@ -120,9 +120,7 @@ class JobStore:
         )
         self._jobs[job.id] = job
         stop = threading.Event()
-        task = asyncio.get_running_loop().create_task(
-            self._run(job, functools.partial(render, stop=stop), mime, ext)
-        )
+        task = asyncio.get_running_loop().create_task(self._run(job, render, stop, mime, ext))
         self._running[job.id] = (task, stop)
         while len(self._jobs) > self._kept:
             self._forget(next(iter(self._jobs)))
@@ -142,9 +140,11 @@ class JobStore:
                 f"you already have {mine} unfinished jobs (the limit per key); try again in {retry} s", retry
             )
 
-    async def _run(self, job: JobRecord, render: Callable[[], bytes], mime: str, ext: str) -> None:
+    async def _run(
+        self, job: JobRecord, render: Callable[..., bytes], stop: threading.Event, mime: str, ext: str
+    ) -> None:
         try:
-            data = await self.renders.job(render)
+            data = await self.renders.job(_unless_stopped, render, stop)
         except Stopped:
             return
         except Exception as exc:  # a failed render is a failed job, reported when polled
@@ -167,9 +167,7 @@ class JobStore:
         job = self._jobs.pop(job_id)
         running = self._running.pop(job_id, None)
         if running is not None:
-            task, stop = running
-            stop.set()
-            task.cancel()
+            running[1].set()
         if job.file is not None:
             self._by_file.pop(job.file, None)
             self.media.drop(job.file)
@@ -181,6 +179,12 @@ class JobStore:
 
     def close(self) -> None:
         """Stop every unfinished render (the gateway is shutting down)."""
-        for task, stop in list(self._running.values()):
+        for _, stop in self._running.values():
             stop.set()
-            task.cancel()
+
+
+def _unless_stopped(render: Callable[..., bytes], stop: threading.Event) -> bytes:
+    """In the worker thread, once the job has its slot: a job stopped while it waited never
+    renders at all; one stopped while rendering stops at the renderer's next check."""
+    check(stop)
+    return render(stop=stop)
