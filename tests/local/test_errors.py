@@ -284,6 +284,88 @@ def test_no_input_produces_a_500(local_gateway, path, body):
         assert "Traceback" not in r.text
 
 
+@pytest.fixture
+def roomy_gateway(make_gateway):
+    """A gateway of the test's own (hypothesis shares it across examples), with room for jobs."""
+    return make_gateway(job_queue=1000, job_queue_per_key=1000, job_seconds=0)
+
+
+_GENERATE = "/v1beta/models/local-chat:generateContent"
+_MESSAGES = {**CHAT, "max_tokens": 9}
+_REASON = {"model": "local-reasoner", "input": "hi"}
+_CONTENTS = {"contents": [{"parts": [{"text": "hi"}]}]}
+_PART = ("contents", 0, "parts", 0, "text")
+_STREAMED = _GENERATE.replace("generate", "streamGenerate") + "?alt=sse"
+_IMAGE = {"model": "local-image", "prompt": "x", "size": "64x64"}
+_VIDEO = {"model": "local-video", "prompt": "x", "size": "64x64", "seconds": 1}
+_MUSIC = {"prompt": "x", "seconds": 1}
+# (path, a valid body, where in it a hostile value goes)
+_SLOTS = [
+    ("/v1/chat/completions", CHAT, ("messages", 0, "content")),
+    ("/v1/chat/completions", {**CHAT, "stream": True}, ("messages", 0, "content")),
+    ("/v1/chat/completions", CHAT, ("model",)),
+    ("/v1/messages", _MESSAGES, ("system",)),
+    ("/v1/messages", _MESSAGES, ("messages", 0, "content")),
+    ("/v1/messages", {**_MESSAGES, "stream": True}, ("system",)),
+    ("/v1/responses", _REASON, ("input",)),
+    ("/v1/responses", _REASON, ("instructions",)),
+    ("/v1/responses", {**_REASON, "stream": True}, ("input",)),
+    (_GENERATE, _CONTENTS, _PART),
+    (_GENERATE, _CONTENTS, ("systemInstruction",)),
+    (_STREAMED, _CONTENTS, _PART),
+    ("/v1/images/generations", _IMAGE, ("prompt",)),
+    ("/v1/images/generations", _IMAGE, ("size",)),
+    ("/v1/audio/speech", {"model": "local-tts", "voice": "alloy", "input": "hi"}, ("input",)),
+    ("/v1/videos", _VIDEO, ("prompt",)),
+    ("/v1/videos", _VIDEO, ("size",)),
+    ("/imgjob/submit/imagine", {"prompt": "x"}, ("prompt",)),
+    ("/musicjob/submit/music", _MUSIC, ("prompt",)),
+    ("/musicjob/submit/music", _MUSIC, ("style",)),
+]
+_POLLS = {
+    "/v1/videos": lambda r: f"/v1/videos/{r['id']}",
+    "/imgjob/submit/imagine": lambda r: f"/imgjob/task/{r['result']}/fetch",
+    "/musicjob/submit/music": lambda r: f"/musicjob/fetch/{r['data']}",
+}
+_HOSTILE = (
+    _text
+    | _deep
+    | _json
+    | st.sampled_from(
+        [
+            f"what is {_HUGE}",
+            "count to " + "9" * 5000,
+            "9" * 5000 + "x64",
+            "\u00b24x64",
+            "hello" + "." * 3000 + "#",
+            "x" * 9000,
+            "a cat --seed " + "9" * 5000,
+            "say \ud800",
+        ]
+    )
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(slot=st.sampled_from(_SLOTS), value=_HOSTILE, embed=st.booleans())
+def test_one_hostile_value_in_a_valid_request_is_never_a_500(roomy_gateway, slot, value, embed):
+    """A valid request of each endpoint with one field replaced by (or, for text, extended with)
+    a hostile value; a job it starts must poll without a 500 too."""
+    gw = roomy_gateway
+    path, valid, where = slot
+    body = json.loads(json.dumps(valid))
+    holder = functools.reduce(lambda inner, key: inner[key], where[:-1], body)
+    old = holder.get(where[-1]) if isinstance(holder, dict) else holder[where[-1]]
+    holder[where[-1]] = old + value if embed and isinstance(old, str) and isinstance(value, str) else value
+    headers = {"authorization": f"Bearer {gw.keys[0]}", "x-goog-api-key": gw.keys[0]}
+    with httpx.Client(base_url=gw.base_url, headers=headers, timeout=60) as client:
+        r = client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        assert r.status_code < 500, r.text[:500]
+        if r.status_code == 200 and path in _POLLS:
+            polled = client.get(_POLLS[path](r.json()))
+            assert polled.status_code < 500, polled.text[:500]
+
+
 def test_pace_header_is_checked(http):
     r = http.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers={"x-gatecell-pace": "fast"})
     assert r.status_code == 400 and "x-gatecell-pace" in openai_error(r)
