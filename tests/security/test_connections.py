@@ -74,15 +74,18 @@ def test_a_trickled_head_is_cut_off_while_it_still_trickles(make_gateway):
         raise AssertionError("the server let the head trickle on for 20 s")
 
 
-def test_a_stalled_body_and_an_idle_connection_are_closed(make_gateway):
-    gw = make_gateway(api_keys=[KEY], idle_timeout=0.5)
+def test_a_stalled_body_and_an_idle_connection_are_closed(make_gateway, caplog):
+    gw = make_gateway(api_keys=[KEY], idle_timeout=0.5, head_timeout=60)
     stalled = _connect(gw.base_url)
     stalled.sendall(
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
         + KEY.encode()
         + b'\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model": '
     )
-    assert _closed_by_server(stalled)
+    with caplog.at_level("WARNING"):
+        assert _closed_by_server(stalled)
+        time.sleep(0.2)  # let the cut-off request finish, to see what it logs
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
     idle = _connect(gw.base_url)
     idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     idle.settimeout(10)
@@ -101,7 +104,7 @@ def test_idle_connections_make_room_for_real_clients(make_gateway):
         assert client.get("/health").status_code == 200
         models = client.get("/v1/models", headers={"authorization": f"Bearer {KEY}"})
         assert models.status_code == 200
-    closed = sum(1 for sock in idle if _closed_by_server(sock, within=0.5))
+    closed = sum(1 for sock in idle if _closed_by_server(sock, within=0.1))
     assert closed >= 40 - 16, f"only {closed} of 40 idle connections were closed"
 
 

@@ -84,8 +84,13 @@ def watched_protocol(config: Config) -> type[asyncio.Protocol]:
             return None
 
         def _watch(self) -> None:
-            if self._timer is None and self._due() is not None:
-                self._timer = self.loop.call_at(self._due(), self._check)
+            """Make sure a timer fires by the time the client runs out of time. A later deadline
+            is left to `_check`, which re-arms: each chunk of a body costs no timer."""
+            due = self._due()
+            if due is not None and (self._timer is None or due < self._timer.when()):
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = self.loop.call_at(due, self._check)
 
         def _check(self) -> None:
             self._timer = None
