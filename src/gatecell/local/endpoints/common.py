@@ -103,6 +103,7 @@ async def _check_text(body: bytes, data: dict[str, Any]) -> None:
         return
     where = await off_loop(_lone_surrogate, data) if len(body) > INLINE_BODY else _lone_surrogate(data)
     if where is not None:
+        where = where.encode("utf-8", "backslashreplace").decode()  # the path may hold one too (a key)
         raise Fail(
             400,
             f"{where or 'the body'}: a string holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff "
@@ -125,7 +126,7 @@ def _lone_surrogate(data: Any) -> str | None:
             for key, value in item.items():
                 inner = f"{where}.{key}" if where else str(key)
                 if _SURROGATE.search(key):
-                    return where
+                    return inner
                 stack.append((value, inner))
         elif isinstance(item, list):
             stack.extend((value, f"{where}.{i}" if where else str(i)) for i, value in enumerate(item))
