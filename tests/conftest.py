@@ -1,9 +1,11 @@
 """Shared fixtures. `local_gateway` is the embedded local gateway, one per test session;
-`kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend shows;
-`ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium."""
+`make_gateway` starts gateways of a test's own, with its own options; `kernel_cells` runs cells
+in a running Jupyter kernel and collects what a frontend shows; `ipshell` is a real IPython shell
+with gatecell loaded; `browser` Debian's Chromium."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -88,3 +90,30 @@ def browser():
 
     with chromium() as found:
         yield found
+
+
+@pytest.fixture
+def make_gateway():
+    """Start gateways with given `Config.create` options; all stop after the test.
+
+    Each is a namespace: ``base_url``, ``api_key`` (the first key), ``keys`` (all, revealed)
+    and ``runtime`` (the app's stores, for tests that look inside)."""
+    from gatecell.local.app import create_app
+    from gatecell.local.config import Config
+    from gatecell.local.embedded import run_in_thread
+
+    stops = []
+
+    def make(**options):
+        config = Config.create(**options)
+        app = create_app(config)
+        base_url, stop = run_in_thread(app)
+        stops.append(stop)
+        keys = [k.reveal() for k in config.api_keys]
+        return SimpleNamespace(
+            base_url=base_url, api_key=config.api_keys[0], keys=keys, runtime=app.state.runtime, stop=stop
+        )
+
+    yield make
+    for stop in stops:
+        stop()

@@ -84,18 +84,25 @@ def _models(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from gatecell.local.server import serve
 
-    serve(
-        host=args.host,
-        port=args.port,
-        api_keys=args.api_key or None,
-        upstream=args.upstream,
-        upstream_key_env=args.upstream_key_env,
-        pace=args.pace,
-        job_seconds=args.job_seconds,
-        max_body=args.max_body,
-        log_level=args.log_level,
-        access_log=args.access_log,
-    )
+    try:
+        serve(
+            host=args.host,
+            port=args.port,
+            api_keys=args.api_key or None,
+            api_key_file=args.api_key_file,
+            upstream=args.upstream,
+            upstream_key_env=args.upstream_key_env,
+            pace=args.pace,
+            job_seconds=args.job_seconds,
+            max_body=args.max_body,
+            log_level=args.log_level,
+            access_log=args.access_log,
+        )
+    except ValueError as exc:  # a bad option or key file: one line, before anything starts
+        if args.debug:
+            raise
+        print(f"gatecell: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -182,13 +189,28 @@ def _parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models the gateway serves")
     models.set_defaults(run=_models)
 
-    serve = sub.add_parser("serve", help="run the local gateway")
+    serve = sub.add_parser(
+        "serve",
+        help="run the local gateway",
+        description="Run the local gateway. Keys: prefer GATECELL_LOCAL_KEYS (comma separated) or a key "
+        "file (--api-key-file, GATECELL_LOCAL_KEY_FILE); --api-key puts the key on the command line, "
+        "where any local user sees it in ps. With none of them a random key is made and printed once.",
+        epilog="Limits (environment): GATECELL_LOCAL_JOB_QUEUE, GATECELL_LOCAL_JOB_QUEUE_PER_KEY, "
+        "GATECELL_LOCAL_JOBS_KEPT, GATECELL_LOCAL_MEDIA_BYTES, GATECELL_LOCAL_HEAD_TIMEOUT, "
+        "GATECELL_LOCAL_IDLE_TIMEOUT, GATECELL_LOCAL_MAX_CONNECTIONS; file URLs: GATECELL_LOCAL_PUBLIC_URL.",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument(
         "--api-key",
         action="append",
-        help="a key clients must send (repeatable; default: GATECELL_LOCAL_KEYS, else a new random key)",
+        help="a key clients must send (repeatable). Visible to other users in ps: prefer "
+        "GATECELL_LOCAL_KEYS or --api-key-file",
+    )
+    serve.add_argument(
+        "--api-key-file",
+        metavar="PATH",
+        help="a file of keys clients may send, one per line (env GATECELL_LOCAL_KEY_FILE)",
     )
     serve.add_argument("--upstream", help="forward models not served locally to this gateway")
     serve.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import httpx
@@ -193,31 +194,57 @@ def test_unversioned_generate_content(local_gateway):
     assert r.json()["candidates"][0]["content"]["parts"][0]["text"] == "1+2 = 3"
 
 
+# Strings include lone surrogates (json.dumps writes them as \ud800 escapes, as a hostile
+# client would); nesting goes past what a recursive walk survives; numbers past int->str limits.
+_text = st.text(st.characters() | st.characters(categories=["Cs"]), max_size=20)
+_deep = st.integers(30, 990).map(lambda depth: functools.reduce(lambda inner, _: [inner], range(depth), "x"))
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
     max_leaves=12,
 )
+_HUGE = "*".join(["999999**64"] * 18)
 _fields = st.fixed_dictionaries(
     {},
     optional={
-        k: _json | st.sampled_from(v)
+        k: _json | _deep | st.sampled_from(v)
         for k, v in {
             "model": ["local-chat", "local-reasoner", "local-image", "local-tts", "local-video", "x"],
-            "messages": [[{"role": "user", "content": "hi"}], [{"role": "user", "content": ["a"]}]],
+            "messages": [
+                [{"role": "user", "content": "hi"}],
+                [{"role": "user", "content": ["a"]}],
+                [{"role": "user", "content": f"what is {_HUGE}"}],
+                [{"role": "user", "content": "count to " + "9" * 5000}],
+                [{"role": "user", "content": "hello" + "." * 5000 + "#"}],
+                [
+                    {
+                        "role": "user",
+                        "content": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+                    }
+                ],
+            ],
+            "system": ["be brief", "\ud800"],
             "stream": [True, False],
             "max_tokens": [1, 0, -1, 10**12],
-            "input": ["hi", ["a"], [{"role": "user", "content": 3}]],
-            "prompt": ["a cat --ar 99:1", "--ar", "x --seed -1", "--aspect 0:0 y"],
-            "size": ["64x64", "0x0", "99999x99999", "65x65"],
+            "input": ["hi", ["a"], [{"role": "user", "content": 3}], _HUGE],
+            "prompt": [
+                "a cat --ar 99:1",
+                "--ar",
+                "x --seed -1",
+                "--aspect 0:0 y",
+                "x" * 9000,
+                "--seed " + "9" * 5000,
+            ],
+            "size": ["64x64", "0x0", "99999x99999", "65x65", "9" * 5000 + "x64", "\u00b24x64"],
             "voice": ["alloy", "zzz"],
             "response_format": ["wav", "mp3", "url", ["x"], {"a": 1}],
-            "contents": [[{"parts": [{"text": "x"}]}], [{"parts": []}], "x"],
-            "seconds": ["1", "nan", -1, 1e9],
-            "style": ["jazz", 3],
+            "contents": [[{"parts": [{"text": "x"}]}], [{"parts": []}], "x", [{"parts": [{"text": _HUGE}]}]],
+            "seconds": ["1", "nan", -1, 1e9, "9" * 5000],
+            "style": ["jazz", 3, "x" * 300],
             "reasoning": [{"effort": "low"}, {"effort": 3}, "high"],
             "stream_options": [{"include_usage": True}, "x"],
             "generationConfig": [{"maxOutputTokens": 0}, {"maxOutputTokens": "x"}, []],
+            "systemInstruction": ["be brief"],
             "n": [2, "1"],
         }.items()
     },
@@ -237,21 +264,106 @@ _paths = st.sampled_from(
         "/v1beta/models/:",
         "/v1/videos/%00/content",
         "/imgjob/task/../fetch",
+        "/v1/videos/x%ED%A0%80",
+        "/musicjob/fetch/%F0%9F%98%80",
+        "/files/%ED%A0%80.png",
     ]
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(path=_paths, body=_fields | _json | st.binary(max_size=64).map(lambda b: b.decode("latin-1")))
+@given(path=_paths, body=_fields | _json | st.binary(max_size=64))
 def test_no_input_produces_a_500(local_gateway, path, body):
     key = local_gateway.api_key.reveal()
     headers = {"authorization": f"Bearer {key}", "x-goog-api-key": key, "content-type": "application/json"}
-    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
     r = httpx.post(f"{local_gateway.base_url}{path}", content=content, headers=headers, timeout=30)
     assert r.status_code < 500, r.text
     if r.status_code >= 400:
         assert r.headers["content-type"].startswith("application/json")
         assert "Traceback" not in r.text
+
+
+@pytest.fixture
+def roomy_gateway(make_gateway):
+    """A gateway of the test's own (hypothesis shares it across examples), with room for jobs."""
+    return make_gateway(job_queue=1000, job_queue_per_key=1000, job_seconds=0)
+
+
+_GENERATE = "/v1beta/models/local-chat:generateContent"
+_MESSAGES = {**CHAT, "max_tokens": 9}
+_REASON = {"model": "local-reasoner", "input": "hi"}
+_CONTENTS = {"contents": [{"parts": [{"text": "hi"}]}]}
+_PART = ("contents", 0, "parts", 0, "text")
+_STREAMED = _GENERATE.replace("generate", "streamGenerate") + "?alt=sse"
+_IMAGE = {"model": "local-image", "prompt": "x", "size": "64x64"}
+_VIDEO = {"model": "local-video", "prompt": "x", "size": "64x64", "seconds": 1}
+_MUSIC = {"prompt": "x", "seconds": 1}
+# (path, a valid body, where in it a hostile value goes)
+_SLOTS = [
+    ("/v1/chat/completions", CHAT, ("messages", 0, "content")),
+    ("/v1/chat/completions", {**CHAT, "stream": True}, ("messages", 0, "content")),
+    ("/v1/chat/completions", CHAT, ("model",)),
+    ("/v1/messages", _MESSAGES, ("system",)),
+    ("/v1/messages", _MESSAGES, ("messages", 0, "content")),
+    ("/v1/messages", {**_MESSAGES, "stream": True}, ("system",)),
+    ("/v1/responses", _REASON, ("input",)),
+    ("/v1/responses", _REASON, ("instructions",)),
+    ("/v1/responses", {**_REASON, "stream": True}, ("input",)),
+    (_GENERATE, _CONTENTS, _PART),
+    (_GENERATE, _CONTENTS, ("systemInstruction",)),
+    (_STREAMED, _CONTENTS, _PART),
+    ("/v1/images/generations", _IMAGE, ("prompt",)),
+    ("/v1/images/generations", _IMAGE, ("size",)),
+    ("/v1/audio/speech", {"model": "local-tts", "voice": "alloy", "input": "hi"}, ("input",)),
+    ("/v1/videos", _VIDEO, ("prompt",)),
+    ("/v1/videos", _VIDEO, ("size",)),
+    ("/imgjob/submit/imagine", {"prompt": "x"}, ("prompt",)),
+    ("/musicjob/submit/music", _MUSIC, ("prompt",)),
+    ("/musicjob/submit/music", _MUSIC, ("style",)),
+]
+_POLLS = {
+    "/v1/videos": lambda r: f"/v1/videos/{r['id']}",
+    "/imgjob/submit/imagine": lambda r: f"/imgjob/task/{r['result']}/fetch",
+    "/musicjob/submit/music": lambda r: f"/musicjob/fetch/{r['data']}",
+}
+_HOSTILE = (
+    _text
+    | _deep
+    | _json
+    | st.sampled_from(
+        [
+            f"what is {_HUGE}",
+            "count to " + "9" * 5000,
+            "9" * 5000 + "x64",
+            "\u00b24x64",
+            "hello" + "." * 3000 + "#",
+            "x" * 9000,
+            "a cat --seed " + "9" * 5000,
+            "say \ud800",
+        ]
+    )
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(slot=st.sampled_from(_SLOTS), value=_HOSTILE, embed=st.booleans())
+def test_one_hostile_value_in_a_valid_request_is_never_a_500(roomy_gateway, slot, value, embed):
+    """A valid request of each endpoint with one field replaced by (or, for text, extended with)
+    a hostile value; a job it starts must poll without a 500 too."""
+    gw = roomy_gateway
+    path, valid, where = slot
+    body = json.loads(json.dumps(valid))
+    holder = functools.reduce(lambda inner, key: inner[key], where[:-1], body)
+    old = holder.get(where[-1]) if isinstance(holder, dict) else holder[where[-1]]
+    holder[where[-1]] = old + value if embed and isinstance(old, str) and isinstance(value, str) else value
+    headers = {"authorization": f"Bearer {gw.keys[0]}", "x-goog-api-key": gw.keys[0]}
+    with httpx.Client(base_url=gw.base_url, headers=headers, timeout=60) as client:
+        r = client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        assert r.status_code < 500, r.text[:500]
+        if r.status_code == 200 and path in _POLLS:
+            polled = client.get(_POLLS[path](r.json()))
+            assert polled.status_code < 500, polled.text[:500]
 
 
 def test_pace_header_is_checked(http):

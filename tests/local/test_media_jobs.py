@@ -57,7 +57,7 @@ def test_imagine_applies_aspect_ratio_and_serves_the_image(http):
     assert states[-1]["progress"] == "100%" and all(s["progress"].endswith("%") for s in states)
     assert states[-1]["promptEn"] == "a lighthouse at dusk"
     assert states[-1]["properties"]["flags"] == {"ar": "16:9", "seed": "7"}
-    image = Image.open(io.BytesIO(httpx.get(states[-1]["imageUrl"]).content))
+    image = Image.open(io.BytesIO(http.get(states[-1]["imageUrl"]).content))
     assert image.size == imagine.size_for({"ar": "16:9"}) and image.size[0] > image.size[1]
 
 
@@ -78,7 +78,7 @@ def test_music_job_serves_audio(http):
     assert final["status"] == "SUCCESS" and final["progress"] == "100%"
     clip = final["data"][0]
     assert clip["tags"] == "lofi"
-    with wave.open(io.BytesIO(httpx.get(clip["audio_url"]).content)) as w:
+    with wave.open(io.BytesIO(http.get(clip["audio_url"]).content)) as w:
         assert w.getnframes() > 0
 
 
@@ -87,8 +87,9 @@ def test_unknown_task_is_404(http, path):
     assert http.get(path).status_code == 404
 
 
-def test_generated_files_are_capability_urls(local_gateway):
-    assert httpx.get(f"{local_gateway.base_url}/files/guess.png").status_code == 404
+def test_generated_files_need_the_key(http, local_gateway):
+    assert http.get("/files/guess.png").status_code == 404
+    assert httpx.get(f"{local_gateway.base_url}/files/guess.png").status_code == 401
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,8 @@ def test_images_are_real_pngs_of_the_requested_size(client):
     )
     import httpx
 
-    assert httpx.get(by_url.data[0].url).content == png
+    key = {"authorization": f"Bearer {client.api_key}"}  # files are the key's own
+    assert httpx.get(by_url.data[0].url, headers=key).content == png
 
 
 def test_speech_is_wav_audio(client):

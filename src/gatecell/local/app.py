@@ -1,31 +1,33 @@
 """The local gateway as a Starlette app: SPEC 4 routes, SPEC 5 auth, errors in each format.
 
 Every SPEC path is served twice, under ``/v1`` and under the unversioned base (SPEC 4 note 2).
-`Guard`, a plain ASGI layer, runs before routing: it checks the key, enforces the body cap
-(by Content-Length up front, by counting bytes for chunked bodies), and turns any unexpected
-exception into a clean 500 in the endpoint's format, logged without keys.
+`Guard`, a plain ASGI layer, runs before routing: it refuses tricky paths, checks the key,
+enforces the body cap (by Content-Length up front, by counting bytes for chunked bodies), and
+turns any unexpected exception into a clean 500 in the endpoint's format, logged without keys.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gatecell.wire.secret import redact
 
-from .auth import OPEN_PREFIXES, credential
+from .auth import credential
 from .config import Config
 from .endpoints import completions, media, media_jobs, models, native, responses
-from .errors import Fail, error_response, format_for
+from .endpoints.common import OWNER
+from .errors import Fail, error_response, format_for, shown
 from .runtime import Runtime
 
 __all__ = ["create_app"]
@@ -38,6 +40,12 @@ _KEY_HINT = {
     "google": "'x-goog-api-key: sk-...'",
 }
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+# What a path may not hold, as sent (raw) or as decoded: dot segments, percent-encoded "/",
+# "." or "\\" (also encoded twice), backslashes and control characters. Each could make the
+# path mean one thing here and another after a further decoding or normalisation (upstream's).
+_TRICKY = r"%(?:2[ef]|5c|[01][0-9a-f]|7f)|\.\.|\\|[\x00-\x1f\x7f]|(?:^|/)\.(?:/|$)"
+_TRICKY_PATH = re.compile(_TRICKY, re.I)
+_TRICKY_RAW = re.compile(_TRICKY.encode(), re.I)
 
 
 def _routes(forward_unknown: bool) -> list[Route]:
@@ -89,7 +97,9 @@ async def _forward(request: Request) -> Response:
 
 async def _on_fail(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Fail)
-    return error_response(request.url.path, exc.status, exc.message, param=exc.param, code=exc.code)
+    return error_response(
+        request.url.path, exc.status, exc.message, param=exc.param, code=exc.code, headers=exc.headers
+    )
 
 
 async def _on_http(request: Request, exc: Exception) -> Response:
@@ -105,7 +115,12 @@ async def _on_http(request: Request, exc: Exception) -> Response:
 
 
 class Guard:
-    """Key check, body cap and last-resort error handling around the whole app."""
+    """Path check, key check, body cap and last-resort error handling around the whole app.
+
+    Nothing reaches routing (and so nothing is forwarded upstream) without a valid key, except
+    exactly ``GET /health`` and ``HEAD /health``. The key's owner id goes into the scope for
+    the endpoints, which keep jobs and files per owner.
+    """
 
     def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
         self.app = app
@@ -116,12 +131,22 @@ class Guard:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        headers = dict(scope["headers"])
-        if not path.startswith(OPEN_PREFIXES) and not self.runtime.keys.accept(credential(path, headers)):
-            hint = _KEY_HINT.get(format_for(path), _KEY_HINT["openai"])
-            message = f"missing or invalid API key; send it as {hint}"
-            await error_response(path, 401, message, code="invalid_api_key")(scope, receive, send)
+        if _TRICKY_PATH.search(path) or _TRICKY_RAW.search(scope.get("raw_path") or b""):
+            message = (
+                f"the path {shown(path)} holds a dot segment, an encoded '/', '.' or '\\', a backslash "
+                "or a control character; send the plain path"
+            )
+            await error_response(path, 400, message, code="invalid_path")(scope, receive, send)
             return
+        headers = dict(scope["headers"])
+        if path != "/health" or scope["method"] not in ("GET", "HEAD"):
+            owner = self.runtime.keys.owner(credential(path, headers))
+            if owner is None:
+                hint = _KEY_HINT.get(format_for(path), _KEY_HINT["openai"])
+                message = f"missing or invalid API key; send it as {hint}"
+                await error_response(path, 401, message, code="invalid_api_key")(scope, receive, send)
+                return
+            scope[OWNER] = owner
         cap = self.runtime.config.max_body
         declared = headers.get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > cap:
@@ -150,6 +175,8 @@ class Guard:
 
         try:
             await self.app(scope, capped, watch)
+        except ClientDisconnect:
+            return  # the client left (or was cut off for stalling); nobody to answer
         except Exception as exc:
             keys = self.runtime.config.api_keys
             trace = redact(traceback.format_exc(), *keys, self.runtime.config.upstream_key)
@@ -168,6 +195,7 @@ def create_app(config: Config | None = None, **options: Any) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette):
         yield
+        runtime.jobs.close()
         if runtime.upstream is not None:
             await runtime.upstream.aclose()
 

@@ -4,33 +4,42 @@ Bearer works everywhere; the native key headers are accepted where their SDKs se
 (``x-goog-api-key`` on generate-content, ``x-api-key`` on messages). The comparison walks all
 keys with `hmac.compare_digest` and never stops early, so timing says nothing about which key
 or how much of it matched.
+
+A request with a valid key acts as that key's *owner*: jobs and generated files belong to
+it. The owner is a digest of the key, never the key, so whatever stores it (the job and
+media stores today, a file on disk later) holds nothing a caller could present.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 
 from gatecell.wire.secret import Secret
 
 from .errors import is_generate_content
 
-__all__ = ["Keys", "credential"]
+__all__ = ["Keys", "credential", "owner_of"]
 
-# Paths that answer without a key: capability URLs of generated media, and the health probe.
-OPEN_PREFIXES = ("/files/", "/health")
+
+def owner_of(key: bytes) -> str:
+    """The stable owner id of a key: a domain-separated SHA-256, hex, of the key's bytes."""
+    return hashlib.sha256(b"gatecell-local-owner\x00" + key).hexdigest()[:32]
 
 
 class Keys:
     def __init__(self, keys: tuple[Secret, ...]) -> None:
-        self._keys = tuple(k.reveal().encode() for k in keys)
+        self._keys = tuple((k.reveal().encode(), owner_of(k.reveal().encode())) for k in keys)
 
-    def accept(self, presented: bytes | None) -> bool:
+    def owner(self, presented: bytes | None) -> str | None:
+        """The owner id of the presented key, or None when it is no configured key."""
         if not presented:
-            return False
-        ok = False
-        for key in self._keys:
-            ok |= hmac.compare_digest(presented, key)
-        return ok
+            return None
+        found = None
+        for key, owner in self._keys:
+            if hmac.compare_digest(presented, key):
+                found = owner
+        return found
 
 
 def credential(path: str, headers: dict[bytes, bytes]) -> bytes | None:

@@ -14,9 +14,21 @@ from dataclasses import dataclass, field
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import env_number, root_url
 
-__all__ = ["Config", "new_key", "keys_from", "ENV_KEYS", "ENV_PACE", "ENV_JOB_SECONDS", "ENV_MAX_BODY"]
+__all__ = [
+    "Config",
+    "new_key",
+    "keys_from",
+    "keys_in_file",
+    "default_max_connections",
+    "ENV_KEYS",
+    "ENV_KEY_FILE",
+    "ENV_PACE",
+    "ENV_JOB_SECONDS",
+    "ENV_MAX_BODY",
+]
 
-ENV_KEYS = "GATECELL_LOCAL_KEYS"  # comma separated
+ENV_KEYS = "GATECELL_LOCAL_KEYS"  # comma separated; visible in the process environment only
+ENV_KEY_FILE = "GATECELL_LOCAL_KEY_FILE"  # a file with one key per line
 ENV_PACE = "GATECELL_LOCAL_PACE"  # seconds between streamed tokens
 ENV_JOB_SECONDS = "GATECELL_LOCAL_JOB_SECONDS"  # how long a video/imagine/music job takes
 ENV_MAX_BODY = "GATECELL_LOCAL_MAX_BODY"  # bytes
@@ -24,6 +36,18 @@ ENV_MAX_BODY = "GATECELL_LOCAL_MAX_BODY"  # bytes
 DEFAULT_PACE = 0.008
 DEFAULT_JOB_SECONDS = 4.0
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
+
+# The limits that keep one client from starving the others, each with its variable; their
+# defaults are those of the `Config` fields.
+_LIMITS = {
+    "job_queue": "GATECELL_LOCAL_JOB_QUEUE",
+    "job_queue_per_key": "GATECELL_LOCAL_JOB_QUEUE_PER_KEY",
+    "jobs_kept": "GATECELL_LOCAL_JOBS_KEPT",
+    "media_bytes": "GATECELL_LOCAL_MEDIA_BYTES",
+    "head_timeout": "GATECELL_LOCAL_HEAD_TIMEOUT",
+    "idle_timeout": "GATECELL_LOCAL_IDLE_TIMEOUT",
+    "max_connections": "GATECELL_LOCAL_MAX_CONNECTIONS",
+}
 
 
 def new_key() -> Secret:
@@ -49,6 +73,36 @@ def keys_from(api_keys: str | Secret | Sequence[str | Secret] | None) -> tuple[S
     return tuple(found)
 
 
+def keys_in_file(path: str | os.PathLike[str]) -> tuple[Secret, ...]:
+    """The keys of a key file: one per line; blank lines and lines starting with ``#`` are skipped.
+
+    A file keeps keys out of ``ps`` and shell history, which ``--api-key`` does not.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read the key file {os.fspath(path)!r}: {exc.__class__.__name__}") from None
+    keys = tuple(Secret(s) for s in (line.strip() for line in lines) if s and not s.startswith("#"))
+    if not keys:
+        raise ValueError(f"the key file {os.fspath(path)!r} holds no key (one key per line)")
+    return keys
+
+
+def default_max_connections() -> int:
+    """Half the process's file descriptor limit (at most 4096): the rest stays for files,
+    upstream connections and the connection that evicts an idle one."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 1024
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(8, min(4096, soft // 2))
+
+
 @dataclass(frozen=True)
 class Config:
     """What one gateway instance does. Build it with `Config.create` to get env fallbacks."""
@@ -60,26 +114,60 @@ class Config:
     upstream: str | None = None
     upstream_key: Secret | None = field(default=None, repr=False)
     generated_key: bool = False  # no key was configured; api_keys holds a fresh random one
+    public_url: str | None = None  # root URL of the files handed out; else the connection's own address
+    job_queue: int = 16  # unfinished jobs of all keys together; more are refused with 429
+    job_queue_per_key: int = 8  # unfinished jobs of one key
+    jobs_kept: int = 1000  # jobs listed (and pollable); the oldest go first, with their files
+    media_bytes: int = 512 * 1024 * 1024  # generated files kept in memory
+    head_timeout: float = 10.0  # seconds a client has to send a whole request head
+    idle_timeout: float = 30.0  # seconds a connection may stay silent (between requests, mid-body)
+    max_connections: int = 0  # open connections at most; 0: `default_max_connections()`
 
     @classmethod
     def create(
         cls,
         api_keys: str | Secret | list | tuple | None = None,
         *,
+        api_key_file: str | os.PathLike[str] | None = None,
         pace: float | None = None,
         job_seconds: float | None = None,
         max_body: int | None = None,
         upstream: str | None = None,
         upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
+        public_url: str | None = None,
+        **limits: float | None,
     ) -> Config:
-        """Fill what is not given from the environment; generate a key when there is none."""
-        keys = keys_from(api_keys)
+        """Fill what is not given from the environment; generate a key when there is none.
+
+        Keys given here (`api_keys`, `api_key_file`) replace those of the environment
+        (GATECELL_LOCAL_KEYS, GATECELL_LOCAL_KEY_FILE). `limits` are the fields job_queue,
+        job_queue_per_key, jobs_kept, media_bytes, head_timeout, idle_timeout and
+        max_connections, each with its GATECELL_LOCAL_* variable.
+        """
+        unknown = set(limits) - set(_LIMITS)
+        if unknown:
+            raise TypeError(f"unknown gateway option {sorted(unknown)[0]!r}")
+        if api_keys is not None or api_key_file is not None:
+            keys = keys_from(api_keys or ()) + (keys_in_file(api_key_file) if api_key_file else ())
+        else:
+            env_file = os.environ.get(ENV_KEY_FILE)
+            keys = keys_from(None) + (keys_in_file(env_file) if env_file else ())
         pace = env_number(pace, ENV_PACE, DEFAULT_PACE)
         job_seconds = env_number(job_seconds, ENV_JOB_SECONDS, DEFAULT_JOB_SECONDS)
         max_body = env_number(max_body, ENV_MAX_BODY, DEFAULT_MAX_BODY)
         if pace < 0 or job_seconds < 0 or max_body < 1:
             raise ValueError("pace and job_seconds must be >= 0 and max_body >= 1")
+        chosen: dict[str, float] = {}
+        for name, env in _LIMITS.items():
+            given = limits.get(name)
+            default = cls.__dataclass_fields__[name].default
+            assert isinstance(default, (int, float))
+            value = env_number(given, env, default)
+            if value < 0 or (value == 0 and name != "max_connections"):
+                raise ValueError(f"{name} ({env}) must be above 0, got {value!r}")
+            chosen[name] = value
         upstream_key = os.environ.get(upstream_key_env) if upstream else None
+        public_url = public_url or os.environ.get("GATECELL_LOCAL_PUBLIC_URL") or None
         return cls(
             api_keys=keys or (new_key(),),
             generated_key=not keys,
@@ -88,4 +176,12 @@ class Config:
             max_body=max_body,
             upstream=root_url(upstream) if upstream else None,
             upstream_key=Secret(upstream_key) if upstream_key else None,
+            public_url=root_url(public_url) if public_url else None,
+            job_queue=int(chosen["job_queue"]),
+            job_queue_per_key=int(chosen["job_queue_per_key"]),
+            jobs_kept=int(chosen["jobs_kept"]),
+            media_bytes=int(chosen["media_bytes"]),
+            head_timeout=chosen["head_timeout"],
+            idle_timeout=chosen["idle_timeout"],
+            max_connections=int(chosen["max_connections"]),
         )

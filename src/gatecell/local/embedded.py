@@ -37,8 +37,13 @@ class EmbeddedGateway:
 def run_in_thread(
     app: Any, *, host: str = "127.0.0.1", log_level: str = "warning", timeout: float = 20.0
 ) -> tuple[str, Callable[[], None]]:
-    """Serve an ASGI app from a daemon thread on a free port; (base_url, stop)."""
+    """Serve an ASGI app from a daemon thread on a free port; (base_url, stop).
+
+    A local gateway app (from `create_app`) gets its connection limits and timeouts
+    (`listener.uvicorn_config`); any other app, plain uvicorn settings."""
     import uvicorn
+
+    from .listener import uvicorn_config
 
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP, and
     # without it small writes wait for delayed ACKs (~40 ms per response on loopback).
@@ -46,7 +51,13 @@ def run_in_thread(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, backlog=2048, timeout_keep_alive=30)
+    runtime = getattr(getattr(app, "state", None), "runtime", None)
+    if runtime is not None:
+        config = uvicorn_config(app, runtime.config, log_level=log_level)
+    else:
+        config = uvicorn.Config(
+            app, log_level=log_level, access_log=False, backlog=2048, timeout_keep_alive=30
+        )
     server = uvicorn.Server(config)
     failure: list[BaseException] = []
 
@@ -80,7 +91,7 @@ def start(**options: Any) -> EmbeddedGateway:
     """The process's embedded gateway, started on first call; later calls return the same one.
 
     `options` are those of `gatecell.local.config.Config.create` (api_keys, pace, job_seconds,
-    max_body, upstream, upstream_key_env); they only apply to the first call.
+    max_body, upstream, upstream_key_env, the limits...); they only apply to the first call.
     """
     global _current
     with _lock:

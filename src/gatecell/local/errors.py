@@ -9,10 +9,11 @@ a 401, 404 or 413 raised before any handler runs comes back in the right shape.
 from __future__ import annotations
 
 import json
+import reprlib
 
 from starlette.responses import Response
 
-__all__ = ["Fail", "format_for", "error_response", "is_generate_content"]
+__all__ = ["Fail", "format_for", "error_response", "is_generate_content", "shown"]
 
 _OPENAI_TYPES = {
     400: "invalid_request_error",
@@ -21,6 +22,7 @@ _OPENAI_TYPES = {
     404: "not_found_error",
     405: "invalid_request_error",
     413: "invalid_request_error",
+    429: "rate_limit_error",
 }
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
@@ -46,13 +48,31 @@ class Fail(Exception):
     """A request the gateway refuses: HTTP status plus a one-line message for the caller."""
 
     def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.code = code
+        self.headers = headers
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 60, 60
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = 4
+
+
+def shown(value: object) -> str:
+    """A client's value quoted in an error message: its repr, cut short in length and depth,
+    so that a huge or deeply nested value gives a short message and never a RecursionError."""
+    return _SHOWN.repr(value)
 
 
 def is_generate_content(path: str) -> bool:

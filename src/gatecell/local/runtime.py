@@ -8,6 +8,7 @@ from .auth import Keys
 from .config import Config
 from .job_store import JobStore
 from .media_store import MediaStore
+from .render import Renders
 from .upstream import Upstream
 
 __all__ = ["Runtime"]
@@ -19,15 +20,26 @@ class Runtime:
     keys: Keys
     media: MediaStore
     jobs: JobStore
+    renders: Renders
     upstream: Upstream | None
 
     @classmethod
     def create(cls, config: Config) -> Runtime:
-        media = MediaStore()
+        media = MediaStore(limit=config.jobs_kept, max_bytes=config.media_bytes)
+        renders = Renders()
+        jobs = JobStore(
+            config.job_seconds,
+            media,
+            renders,
+            kept=config.jobs_kept,
+            queue=config.job_queue,
+            queue_per_owner=config.job_queue_per_key,
+        )
         return cls(
             config=config,
             keys=Keys(config.api_keys),
             media=media,
-            jobs=JobStore(config.job_seconds, media),
+            jobs=jobs,
+            renders=renders,
             upstream=Upstream(config.upstream, config.upstream_key) if config.upstream else None,
         )

@@ -34,6 +34,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     api_keys: list[str] | str | None = None,
+    api_key_file: str | None = None,
     upstream: str | None = None,
     upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
     pace: float | None = None,
@@ -42,17 +43,20 @@ def serve(
     job_seconds: float | None = None,
     access_log: bool = False,
 ) -> None:
-    """Run until interrupted. Keys come from `api_keys`, else GATECELL_LOCAL_KEYS, else one
-    random ``sk-local-...`` key, printed once so the user can configure a client with it.
-    `pace`, `job_seconds` and `max_body` (default 10 MiB) fall back to their GATECELL_LOCAL_*
-    variables (see `gatecell.local.config`). The per-request access log is off unless asked
-    for: it costs about a third of the forwarding path's CPU."""
+    """Run until interrupted. Keys come from `api_keys` and `api_key_file`, else
+    GATECELL_LOCAL_KEYS and GATECELL_LOCAL_KEY_FILE, else one random ``sk-local-...`` key,
+    printed once so the user can configure a client with it. `pace`, `job_seconds` and
+    `max_body` (default 10 MiB) fall back to their GATECELL_LOCAL_* variables, as do the limits
+    (see `gatecell.local.config`). The per-request access log is off unless asked for: it
+    costs about a third of the forwarding path's CPU."""
     import uvicorn
 
     from .app import create_app
+    from .listener import uvicorn_config
 
     config = Config.create(
         api_keys,
+        api_key_file=api_key_file,
         pace=pace,
         job_seconds=job_seconds,
         max_body=max_body,
@@ -68,12 +72,13 @@ def serve(
     guard = _Redact(*config.api_keys, config.upstream_key)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "gatecell.local"):
         logging.getLogger(name).addFilter(guard)
-    uvicorn.run(
-        create_app(config),
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=access_log,
-        backlog=2048,
-        timeout_keep_alive=30,
+    settings = uvicorn_config(
+        create_app(config), config, host=host, port=port, log_level=log_level, access_log=access_log
     )
+    server = uvicorn.Server(settings)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    if not server.started:  # e.g. the port is taken: uvicorn has said why
+        sys.exit(3)

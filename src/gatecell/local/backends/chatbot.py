@@ -5,6 +5,12 @@ a pure function of the conversation (same input, same bytes), readable, and hone
 it is: it answers simple arithmetic, counting and "say X" requests, remembers a name told
 earlier in the conversation, follows a few system-prompt styles (uppercase, brief, JSON,
 pirate), and otherwise describes what it received.
+
+Its cost is linear in the conversation, whatever the text: every pattern is written so that
+the regex engine never backtracks over a long run (tests/security/test_stall.py grows
+adversarial inputs and checks the growth), and at most `_MAX_TRIES` candidate expressions are
+evaluated. What it cannot answer sensibly (a result too long to print, content nested absurdly
+deep) raises `Refused`, which the gateway turns into a 400.
 """
 
 from __future__ import annotations
@@ -18,9 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Answer", "Turn", "answer", "compose", "tokenize", "count_tokens", "text_of"]
+__all__ = ["Answer", "Turn", "Refused", "answer", "compose", "tokenize", "count_tokens", "text_of"]
 
 Turn = tuple[str, str]  # (role, text)
+MAX_DEPTH = 32  # nesting of content blocks; real clients use two or three
+MAX_DIGITS = 1000  # of an arithmetic result
+
+
+class Refused(Exception):
+    """An input the stand-in will not answer; the message says why, in one line."""
+
 
 _TOKEN = re.compile(r"\s*\S+|\s+$")
 
@@ -35,16 +48,30 @@ def count_tokens(text: str) -> int:
 
 
 def text_of(content: Any) -> str:
-    """The text of a message content in any common form: a string, or a list of blocks/parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        return text_of(content.get("parts") or content.get("content") or "")
-    if isinstance(content, list):
-        return "\n".join(t for t in (text_of(item) for item in content) if t)
-    return ""
+    """The text of a message content in any common form: a string, or a list of blocks/parts.
+
+    The texts found are joined by newlines, in order. The walk is iterative; content nested
+    deeper than `MAX_DEPTH` is refused rather than followed.
+    """
+    texts: list[str] = []
+    stack: list[tuple[Any, int]] = [(content, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Refused(f"message content is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(item, str):
+            if item:
+                texts.append(item)
+        elif isinstance(item, dict):
+            text = item.get("text")
+            if isinstance(text, str):
+                if text:
+                    texts.append(text)
+            else:
+                stack.append((item.get("parts") or item.get("content") or "", depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in reversed(item))
+    return "\n".join(texts)
 
 
 @dataclass(frozen=True)
@@ -104,7 +131,13 @@ _WORD_OPS = [
     (r"\bto the power of\b|\^", "**"),
     (r"\bmod(?:ulo)?\b", "%"),
 ]
-_EXPR = re.compile(r"[-+*/%().\d\s]*\d[-+*/%().\d\s]*")
+# Runs of arithmetic characters; those with a digit are candidates. (A pattern of the form
+# "[class]*\d[class]*" backtracks over every run without a digit: quadratic.)
+_RUN = re.compile(r"[-+*/%().\d\s]+")
+_DIGIT = re.compile(r"\d")
+_OPERATION = re.compile(r"\d\s*(\*\*|[-+*/%])\s*[-+(]*\s*\d")
+_MAX_TRIES = 20
+_TOO_MANY_DIGITS = 10**MAX_DIGITS
 _OPS: dict[type, Callable[..., Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -124,10 +157,20 @@ def _evaluate(node: ast.AST) -> float:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > 1e6):
             raise ValueError("too large")
-        return _OPS[type(node.op)](left, right)
+        return _bounded(_OPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_evaluate(node.operand))
     raise ValueError("not arithmetic")
+
+
+def _bounded(value: float) -> float:
+    """`value`, unless it is an integer of more than `MAX_DIGITS` digits."""
+    if isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
+        raise Refused(
+            f"the result of that arithmetic has more than {MAX_DIGITS} digits; "
+            f"local-chat shows at most {MAX_DIGITS}"
+        )
+    return value
 
 
 def _number(value: float) -> str:
@@ -142,10 +185,15 @@ def _arithmetic(question: str, history: list[Turn]) -> str | None:
     text = question.lower()
     for pattern, symbol in _WORD_OPS:
         text = re.sub(pattern, f" {symbol} ", text)
-    for match in sorted(_EXPR.findall(text), key=len, reverse=True):
+    candidates = [run for run in _RUN.findall(text) if _DIGIT.search(run)]
+    tries = 0
+    for match in sorted(candidates, key=len, reverse=True):
         expr = " ".join(match.split()).strip(" .")
-        if len(expr) > 200 or not re.search(r"\d\s*(\*\*|[-+*/%])\s*[-+(]*\s*\d", expr):
+        if len(expr) > 200 or not _OPERATION.search(expr):
             continue
+        tries += 1
+        if tries > _MAX_TRIES:
+            break
         try:
             value = _evaluate(ast.parse(expr, mode="eval").body)
         except ZeroDivisionError:
@@ -160,7 +208,10 @@ def _count(question: str, history: list[Turn]) -> str | None:
     match = re.search(r"\bcount (?:from (\d+) )?to (\d+)\b", question, re.I)
     if not match:
         return None
-    start, stop = int(match.group(1) or 1), int(match.group(2))
+    first, last = match.group(1) or "1", match.group(2)
+    if len(first) > 9 or len(last) > 9:  # not worth converting (nor allowed past 4300 digits)
+        return f"That is more counting than a stand-in model should do: {first} to {last}."
+    start, stop = int(first), int(last)
     if stop - start > 200 or stop < start:
         return f"That is more counting than a stand-in model should do: {start} to {stop}."
     return ", ".join(str(n) for n in range(start, stop + 1)) + "."
@@ -202,8 +253,11 @@ def _name(question: str, history: list[Turn]) -> str | None:
 # Fixed replies: (pattern searched in the question, reply).
 _CANNED = [
     (
+        # Punctuation, then at most one short word and punctuation: the two punctuation runs must
+        # not be able to meet (as with "\w{0,12}" between them), or a run of dots backtracks.
         re.compile(
-            r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*\w{0,12}[\s!.?]*$", re.I
+            r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*(?:\w{1,12}[\s!.?]*)?$",
+            re.I,
         ),
         "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
         "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly.",
@@ -231,11 +285,16 @@ _STOP = set(
 
 def _keywords(text: str, limit: int = 5) -> list[str]:
     seen: list[str] = []
-    for word in re.findall(r"[A-Za-z][A-Za-z0-9'-]{2,}", text):
+    lows: set[str] = set()
+    for match in re.finditer(r"[A-Za-z][A-Za-z0-9'-]{2,}", text):
+        word = match.group()
         low = word.lower()
-        if low not in _STOP and low not in (w.lower() for w in seen):
+        if low not in _STOP and low not in lows:
             seen.append(word)
-    return seen[:limit]
+            lows.add(low)
+            if len(seen) == limit:
+                break
+    return seen
 
 
 def _describe(question: str, history: list[Turn], system: str) -> str:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import io
 import math
 import random
+import re
 import textwrap
+import threading
 from typing import TYPE_CHECKING
 
 from ._seed import seed
+from ._stop import check
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["MIME", "MIN_SIDE", "MAX_SIDE", "render", "draw", "check_size"]
 
 MIME = "image/png"
+_WORD = re.compile(r"\S+")
 MIN_SIDE = 64
 MAX_SIDE = 2048
 
@@ -32,9 +36,12 @@ def check_size(width: int, height: int, *, what: str = "image", high: int = MAX_
             raise ValueError(f"{what} {name} must be an integer from {MIN_SIDE} to {high}, got {side!r}")
 
 
-def render(prompt: str, width: int, height: int) -> bytes:
-    """PNG bytes of exactly `width` x `height` pixels, the same bytes for the same arguments."""
+def render(prompt: str, width: int, height: int, *, stop: threading.Event | None = None) -> bytes:
+    """PNG bytes of exactly `width` x `height` pixels, the same bytes for the same arguments.
+
+    A set `stop` means the job is gone: raise `Stopped` instead of drawing."""
     check_size(width, height)
+    check(stop)
     out = io.BytesIO()
     draw(prompt, width, height).save(out, format="PNG", optimize=False, compress_level=6)
     return out.getvalue()
@@ -92,17 +99,29 @@ def _caption(pen, prompt: str, width: int, height: int) -> None:
     """The prompt, wrapped on a dark band along the bottom, so the picture says what it is."""
     from PIL import ImageFont
 
-    text = " ".join(prompt.split()) or "(empty prompt)"
     size = max(10, min(width, height) // 16)
     font = ImageFont.load_default(size=size)
     per_line = max(8, int(width * 0.9 / max(font.getlength("abcdefghij") / 10, 1)))
     max_lines = max(1, int(height * 0.3 / (size * 1.25)))
+    text = _leading_words(prompt, 2 * per_line * (max_lines + 1)) or "(empty prompt)"
     lines = textwrap.wrap(text, per_line, max_lines=max_lines, placeholder=" …")
     line_height = round(size * 1.25)
     top = height - line_height * len(lines) - size // 2
     pen.rectangle((0, top - size // 4, width, height), fill=(0, 0, 0, 150))
     for i, line in enumerate(lines):
         pen.text((width * 0.05, top + i * line_height), line, font=font, fill=(255, 255, 255, 255))
+
+
+def _leading_words(text: str, budget: int) -> str:
+    """The first words of `text`, single-spaced, up to about `budget` characters: only what a
+    caption can show is wrapped, so a long prompt costs no more than a short one, frame after frame."""
+    words: list[str] = []
+    for match in _WORD.finditer(text):
+        words.append(match.group())
+        budget -= len(words[-1]) + 1
+        if budget < 0:
+            break
+    return " ".join(words)
 
 
 def _rgb(hue: float, saturation: float, value: float) -> tuple[int, int, int]:

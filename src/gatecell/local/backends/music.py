@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from typing import NamedTuple
 
 from ._seed import seed
+from ._stop import check
 from ._wav import wav
 
 __all__ = ["MIME", "RATE", "STYLES", "MAX_SECONDS", "Style", "style_for", "synthesize"]
@@ -67,10 +69,13 @@ _SYNONYMS = {
 }
 
 
-def synthesize(prompt: str, style: str | None, seconds: float = 4.0) -> bytes:
+def synthesize(
+    prompt: str, style: str | None, seconds: float = 4.0, *, stop: threading.Event | None = None
+) -> bytes:
     """WAV bytes (22.05 kHz, 16-bit mono) of `seconds` of music in `style`, seeded by `prompt`.
 
-    `style` None (or naming no recipe) still gives a fixed recipe, see `style_for`.
+    `style` None (or naming no recipe) still gives a fixed recipe, see `style_for`. Setting
+    `stop` makes it raise `Stopped` before the next note.
     """
     if not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"music seconds must be above 0 and at most {MAX_SECONDS:g}, got {seconds!r}")
@@ -85,6 +90,7 @@ def synthesize(prompt: str, style: str | None, seconds: float = 4.0) -> bytes:
     degree = 0
     step = beat / recipe.density
     for index in range(int(seconds / step) + 1):
+        check(stop)
         start = index * step + (step * recipe.swing / 3 if index % 2 else 0.0)
         bar_chord = chords[int(start / (4 * beat)) % 4]
         if index % (4 * recipe.density) == 0:

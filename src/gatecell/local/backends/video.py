@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 
 from . import image
+from ._stop import check
 
 __all__ = ["MIME", "render"]
 
@@ -21,8 +23,18 @@ MAX_SIDE = 1280
 MAX_SECONDS = 20.0
 
 
-def render(prompt: str, seconds: float = 2.0, width: int = 320, height: int = 240, fps: int = 12) -> bytes:
-    """MP4 bytes: `seconds` of `fps` frames of `width` x `height` (even sides, 64..1280)."""
+def render(
+    prompt: str,
+    seconds: float = 2.0,
+    width: int = 320,
+    height: int = 240,
+    fps: int = 12,
+    *,
+    stop: threading.Event | None = None,
+) -> bytes:
+    """MP4 bytes: `seconds` of `fps` frames of `width` x `height` (even sides, 64..1280).
+
+    Setting `stop` makes it raise `Stopped` before the next frame."""
     image.check_size(width, height, what="video", high=MAX_SIDE)
     if width % 2 or height % 2:
         raise ValueError(f"video width and height must be even (H.264 4:2:0), got {width}x{height}")
@@ -34,12 +46,14 @@ def render(prompt: str, seconds: float = 2.0, width: int = 320, height: int = 24
     frames = max(1, round(seconds * fps))
     with tempfile.TemporaryDirectory(prefix="gatecell-video-") as folder:
         path = os.path.join(folder, "clip.mp4")
-        _encode(path, prompt, frames, width, height, fps)
+        _encode(path, prompt, frames, width, height, fps, stop)
         with open(path, "rb") as f:
             return f.read()
 
 
-def _encode(path: str, prompt: str, frames: int, width: int, height: int, fps: int) -> None:
+def _encode(
+    path: str, prompt: str, frames: int, width: int, height: int, fps: int, stop: threading.Event | None
+) -> None:
     import av
 
     with av.open(path, mode="w", format="mp4", options={"movflags": "+faststart"}) as container:
@@ -48,6 +62,7 @@ def _encode(path: str, prompt: str, frames: int, width: int, height: int, fps: i
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.thread_count = 1
         for index in range(frames):
+            check(stop)
             picture = image.draw(prompt, width, height, phase=index / frames)
             frame = av.VideoFrame.from_image(picture).reformat(format="yuv420p")
             frame.pts = index

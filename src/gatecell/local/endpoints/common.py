@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -16,14 +17,22 @@ from starlette.responses import Response, StreamingResponse
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.schemas import validate
 
-from ..errors import Fail
+from ..backends.chatbot import Refused
+from ..errors import Fail, shown
 from ..registry import MODELS, LocalModel, endpoint_error
+from ..render import off_loop
 from ..runtime import Runtime
 from ..upstream import Upstream
 
 __all__ = [
+    "OWNER",
+    "owner",
     "runtime",
     "read_json",
+    "validated",
+    "compose",
+    "MAX_PROMPT",
+    "check_length",
     "check",
     "remote",
     "served",
@@ -36,10 +45,24 @@ __all__ = [
 ]
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+OWNER = "gatecell.owner"  # the scope key where `Guard` puts the caller's owner id
+INLINE_BODY = 64 * 1024  # bodies up to this are parsed on the event loop (cheaper than a thread hop)
+MAX_PROMPT = 8192  # characters of a media prompt: jobs keep theirs, and 1000 jobs are kept
+T = TypeVar("T")
+
+# json.loads turns a \uD800-\uDFFF escape that is not half of a pair into a lone surrogate,
+# which no UTF-8 text can hold: every later encode (an echo, a seed, a caption) would fail.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def runtime(request: Request) -> Runtime:
     return request.app.state.runtime
+
+
+def owner(request: Request) -> str:
+    """The owner id of the caller's key (set by `Guard`): jobs and files are theirs alone."""
+    return request.scope[OWNER]
 
 
 def now() -> int:
@@ -64,13 +87,64 @@ async def read_json(request: Request) -> tuple[bytes, dict[str, Any]]:
         )
     if not body.strip():
         raise Fail(400, "the request body is empty; send a JSON object (Content-Type: application/json)")
+    big = len(body) > INLINE_BODY
     try:
-        data = json.loads(body)
+        data = await off_loop(json.loads, body) if big else json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise Fail(400, f"malformed JSON in the request body: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise Fail(400, f"the request body must be a JSON object, got {type(data).__name__}")
     return body, data
+
+
+async def _check_text(body: bytes, data: dict[str, Any]) -> None:
+    """400 when a string of a body served here holds a lone surrogate (forwarded bodies go as sent)."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return
+    where = await off_loop(_lone_surrogate, data) if len(body) > INLINE_BODY else _lone_surrogate(data)
+    if where is not None:
+        where = where.encode("utf-8", "backslashreplace").decode()  # the path may hold one too (a key)
+        raise Fail(
+            400,
+            f"{where or 'the body'}: a string holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff "
+            "escape), which is not text; send valid Unicode",
+            param=where or None,
+        )
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """The dotted path of the first string (or key) holding a lone surrogate, else None.
+
+    Iterative, so no nesting depth makes it fail."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return where
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                inner = f"{where}.{key}" if where else str(key)
+                if _SURROGATE.search(key):
+                    return inner
+                stack.append((value, inner))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}.{i}" if where else str(i)) for i, value in enumerate(item))
+    return None
+
+
+async def compose(fn: Callable[..., T], *args: Any) -> T:
+    """Compose a local-chat reply off the event loop; what the stand-in refuses is a 400."""
+    try:
+        return await off_loop(fn, *args)
+    except Refused as exc:
+        raise Fail(400, str(exc)) from None
+
+
+def check_length(name: str, text: str | None, limit: int = MAX_PROMPT) -> None:
+    """Media prompts (and styles) are bounded: a job keeps them, echoes them in every poll, draws them."""
+    if text is not None and len(text) > limit:
+        raise Fail(400, f"{name}: at most {limit} characters, got {len(text)}", param=name)
 
 
 def check(schema: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -79,6 +153,13 @@ def check(schema: type[BaseModel], data: dict[str, Any]) -> Any:
         return validate(schema, data)
     except InvalidRequest as exc:
         raise Fail(400, str(exc), param=exc.field or None, code="invalid_value") from None
+
+
+async def validated(schema: type[BaseModel], body: bytes, data: dict[str, Any]) -> Any:
+    """A body served here, checked: text that is text (`_check_text`), then SPEC 2 rules (`check`),
+    off the event loop when the body is big."""
+    await _check_text(body, data)
+    return await off_loop(check, schema, data) if len(body) > INLINE_BODY else check(schema, data)
 
 
 def remote(rt: Runtime, model: Any) -> Upstream | None:
@@ -94,7 +175,7 @@ def served(model: str, endpoint: str) -> LocalModel:
     if local is None:
         raise Fail(
             404,
-            f"model {model!r} not found; GET /v1/models lists the models this gateway serves",
+            f"model {shown(model)} not found; GET /v1/models lists the models this gateway serves",
             param="model",
             code="model_not_found",
         )
@@ -120,7 +201,7 @@ def model_endpoint(schema: type[BaseModel], endpoint: str):
             upstream = remote(rt, data.get("model"))
             if upstream is not None:
                 return await upstream.forward(request, body)
-            req = check(schema, data)
+            req = await validated(schema, body, data)
             served(req.model, endpoint)
             return await handler(request, req, data)
 
@@ -137,9 +218,9 @@ def pace_of(request: Request, rt: Runtime) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise Fail(400, f"x-gatecell-pace must be a number of seconds, got {raw!r}") from None
+        raise Fail(400, f"x-gatecell-pace must be a number of seconds, got {shown(raw)}") from None
     if not 0 <= value <= 2:
-        raise Fail(400, f"x-gatecell-pace must be between 0 and 2 seconds, got {raw!r}")
+        raise Fail(400, f"x-gatecell-pace must be between 0 and 2 seconds, got {shown(raw)}")
     return value
 
 

@@ -13,13 +13,14 @@ from gatecell.wire.sse import DONE, encode
 
 from ..backends import chatbot
 from ..registry import CHAT
-from .common import event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
+from .common import compose, event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
 
 
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    answer = chatbot.answer([(m.role, m.content) for m in req.messages], max_tokens=req.max_tokens)
+    turns = [(m.role, m.content) for m in req.messages]
+    answer = await compose(chatbot.answer, turns, None, req.max_tokens)
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,

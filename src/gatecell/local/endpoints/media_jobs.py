@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,10 +17,10 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ImagineRequest, MusicRequest, VideoRequest
 
 from ..backends import prompt_flags as flags
-from ..errors import Fail
-from ..job_store import JobRecord
+from ..errors import Fail, shown
+from ..job_store import JobRecord, QueueFull
 from ..registry import VIDEOS
-from .common import check, json_response, model_endpoint, read_json, runtime
+from .common import check_length, json_response, model_endpoint, owner, read_json, runtime, validated
 from .media import file_url, size_of
 
 _VIDEO_STATUS = {
@@ -43,22 +44,34 @@ def _ms(t: float | None) -> int | None:
 
 
 def polled(kind: str):
-    """Decorate ``handler(request, job)`` of a poll path; ids unknown here go upstream or 404."""
+    """Decorate ``handler(request, job)`` of a poll path. A job is found only by the key that
+    submitted it; to any other key it is unknown here, exactly like an id that never existed
+    (asked of the upstream gateway when there is one, else 404), so existence is not revealed."""
 
     def wrap(handler: Callable[[Request, JobRecord], Awaitable[Response]]):
         @functools.wraps(handler)
         async def run(request: Request) -> Response:
             rt = runtime(request)
-            job = rt.jobs.get(kind, request.path_params["id"])
+            job = rt.jobs.get(kind, request.path_params["id"], owner(request))
             if job is not None:
                 return await handler(request, job)
             if rt.upstream is not None:
                 return await rt.upstream.forward(request, b"")
-            raise Fail(404, f"no {kind} task with id {request.path_params['id']!r}")
+            raise Fail(404, f"no {kind} task with id {shown(request.path_params['id'])}")
 
         return run
 
     return wrap
+
+
+def _submit(
+    request: Request, kind: str, prompt: str, render: Callable[..., bytes], **options: Any
+) -> JobRecord:
+    """Start a job for the caller; a full queue is a 429 with Retry-After (in the path's format)."""
+    try:
+        return runtime(request).jobs.submit(kind, owner(request), prompt, render, **options)
+    except QueueFull as exc:
+        raise Fail(429, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}) from None
 
 
 def _number(data: dict, name: str, default: float, low: float, high: float) -> float:
@@ -68,7 +81,7 @@ def _number(data: dict, name: str, default: float, low: float, high: float) -> f
     except (TypeError, ValueError):
         number = float("nan")
     if isinstance(value, bool) or not low <= number <= high:
-        raise Fail(400, f"{name} must be a number from {low:g} to {high:g}, got {value!r}", param=name)
+        raise Fail(400, f"{name} must be a number from {low:g} to {high:g}, got {shown(value)}", param=name)
     return number
 
 
@@ -77,18 +90,19 @@ def _number(data: dict, name: str, default: float, low: float, high: float) -> f
 
 @model_endpoint(VideoRequest, VIDEOS)
 async def create_video(request: Request, req: VideoRequest, data: dict) -> Response:
-    rt = runtime(request)
+    check_length("prompt", req.prompt)
     seconds = _number(data, "seconds", 2.0, 0.5, 12.0)
     size = data.get("size") or "320x240"
-    width, height = size_of(size) if isinstance(size, str) and _even_size(size) else (0, 0)
-    if not (64 <= width <= 1280 and 64 <= height <= 1280):
+    width, height = (size_of(size) or (0, 0)) if isinstance(size, str) else (0, 0)
+    if not (64 <= width <= 1280 and 64 <= height <= 1280) or width % 2 or height % 2:
         raise Fail(
-            400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {size!r}", param="size"
+            400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {shown(size)}", param="size"
         )
     from ..backends import video
 
     render = functools.partial(video.render, req.prompt, seconds, width, height)
-    job = rt.jobs.submit(
+    job = _submit(
+        request,
         "video",
         req.prompt,
         render,
@@ -98,11 +112,6 @@ async def create_video(request: Request, req: VideoRequest, data: dict) -> Respo
         meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"},
     )
     return json_response(_video(job))
-
-
-def _even_size(size: str) -> bool:
-    w, _, h = size.partition("x")
-    return w.isdigit() and h.isdigit() and int(w) % 2 == 0 and int(h) % 2 == 0
 
 
 def _video(job: JobRecord) -> dict:
@@ -136,26 +145,28 @@ async def video_content(request: Request, job: JobRecord) -> Response:
     variant = request.query_params.get("variant", "video")
     if variant != "video":
         raise Fail(
-            400, f"variant {variant!r} is not available from local-video; use variant=video", param="variant"
+            400,
+            f"variant {shown(variant)} is not available from local-video; use variant=video",
+            param="variant",
         )
     phase, progress = job.phase()
     if phase == "failed":
         raise Fail(400, f"video {job.id} failed: {job.error}")
     if phase != "done":
         raise Fail(400, f"video {job.id} is not ready yet ({_VIDEO_STATUS[phase]}, {progress}%)")
-    found = rt.media.get(job.file or "")
+    found = rt.media.get(job.file or "", job.owner)
     if found is None:
         raise Fail(404, f"the content of video {job.id} has expired")
-    return Response(found[0], media_type="video/mp4")
+    return Response(found.data, media_type="video/mp4")
 
 
 # -- job-style image -----------------------------------------------------------------------
 
 
 async def submit_imagine(request: Request) -> Response:
-    rt = runtime(request)
-    _, data = await read_json(request)
-    req = check(ImagineRequest, data)
+    body, data = await read_json(request)
+    req = await validated(ImagineRequest, body, data)
+    check_length("prompt", req.prompt)
     try:
         prompt, options = flags.parse(req.prompt)
         width, height = flags.size_for(options)
@@ -167,7 +178,7 @@ async def submit_imagine(request: Request) -> Response:
 
     render = functools.partial(image.render, prompt, width, height)
     meta = {"clean": prompt, "flags": options, "width": width, "height": height}
-    job = rt.jobs.submit("imagine", req.prompt, render, mime="image/png", ext="png", meta=meta)
+    job = _submit(request, "imagine", req.prompt, render, mime="image/png", ext="png", meta=meta)
     return json_response({"code": 1, "description": "Submit success", "result": job.id, "properties": {}})
 
 
@@ -203,14 +214,16 @@ async def fetch_imagine(request: Request, job: JobRecord) -> Response:
 
 
 async def submit_music(request: Request) -> Response:
-    rt = runtime(request)
-    _, data = await read_json(request)
-    req = check(MusicRequest, data)
+    body, data = await read_json(request)
+    req = await validated(MusicRequest, body, data)
+    check_length("prompt", req.prompt)
+    check_length("style", req.style, 200)
     seconds = _number(data, "seconds", 4.0, 1.0, 30.0)
     from ..backends import music
 
     render = functools.partial(music.synthesize, req.prompt, req.style, seconds)
-    job = rt.jobs.submit(
+    job = _submit(
+        request,
         "music",
         req.prompt,
         render,

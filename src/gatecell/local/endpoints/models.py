@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import Fail
+from ..errors import Fail, shown
 from ..registry import MODELS, model_entry
 from .common import json_response, runtime
 
@@ -25,4 +25,4 @@ async def get_model(request: Request) -> Response:
         return json_response(model_entry(MODELS[name]))
     if rt.upstream is not None:
         return await rt.upstream.forward(request, b"")
-    raise Fail(404, f"model {name!r} not found", param="model", code="model_not_found")
+    raise Fail(404, f"model {shown(name)} not found", param="model", code="model_not_found")

@@ -13,10 +13,10 @@ from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
 from gatecell.wire.sse import encode
 
 from ..backends import chatbot
-from ..errors import Fail
+from ..errors import Fail, shown
 from ..registry import MESSAGES
 from .common import (
-    check,
+    compose,
     event_stream,
     json_response,
     model_endpoint,
@@ -26,6 +26,7 @@ from .common import (
     remote,
     runtime,
     served,
+    validated,
 )
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
@@ -38,10 +39,7 @@ _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 @model_endpoint(MessagesRequest, MESSAGES)
 async def messages(request: Request, req: MessagesRequest, data: dict) -> Response:
     rt = runtime(request)
-    system = chatbot.text_of(data.get("system") or "")
-    answer = chatbot.answer(
-        [(m.role, chatbot.text_of(m.content)) for m in req.messages], system, req.max_tokens
-    )
+    answer = await compose(_messages_answer, req, data.get("system") or "")
     message = {
         "id": f"msg_{secrets.token_hex(12)}",
         "type": "message",
@@ -55,6 +53,11 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
     if not req.stream:
         return json_response(message)
     return event_stream(_message_events(message, answer, pace_of(request, rt)))
+
+
+def _messages_answer(req: MessagesRequest, system: Any) -> chatbot.Answer:
+    turns: list[chatbot.Turn] = [(m.role, chatbot.text_of(m.content)) for m in req.messages]
+    return chatbot.answer(turns, chatbot.text_of(system), req.max_tokens)
 
 
 async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
@@ -81,18 +84,15 @@ async def generate(request: Request) -> Response:
     model, _, method = request.path_params["target"].rpartition(":")
     model = model.removeprefix("models/")
     if method not in ("generateContent", "streamGenerateContent") or not model:
-        raise Fail(404, f"unknown method {request.path_params['target']!r}; use <model>:generateContent")
+        raise Fail(404, f"unknown method {shown(request.path_params['target'])}; use <model>:generateContent")
     upstream = remote(rt, model)
     if upstream is not None:
         return await upstream.forward(request)
-    _, data = await read_json(request)
-    req = check(GenerateContentRequest, data)
+    body, data = await read_json(request)
+    req = await validated(GenerateContentRequest, body, data)
     served(model, f"/v1beta/models/{model}:generateContent")
-    turns = [
-        ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
-    ]
-    system = chatbot.text_of(data.get("systemInstruction") or data.get("system_instruction") or "")
-    answer = chatbot.answer(turns, system, _max_output_tokens(data))
+    system = data.get("systemInstruction") or data.get("system_instruction") or ""
+    answer = await compose(_content_answer, req, system, _max_output_tokens(data))
     usage = {
         "promptTokenCount": answer.prompt_tokens,
         "candidatesTokenCount": answer.completion_tokens,
@@ -118,6 +118,13 @@ async def generate(request: Request) -> Response:
     return event_stream(_content_events(reply, answer, pace_of(request, rt)))
 
 
+def _content_answer(req: GenerateContentRequest, system: Any, max_tokens: int | None) -> chatbot.Answer:
+    turns = [
+        ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
+    ]
+    return chatbot.answer(turns, chatbot.text_of(system), max_tokens)
+
+
 async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
     last = len(answer.tokens) - 1
     i = 0
@@ -134,5 +141,5 @@ def _max_output_tokens(data: dict) -> int | None:
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise Fail(400, f"generationConfig.maxOutputTokens must be a positive integer, got {value!r}")
+        raise Fail(400, f"generationConfig.maxOutputTokens must be a positive integer, got {shown(value)}")
     return value

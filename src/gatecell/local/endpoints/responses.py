@@ -15,9 +15,9 @@ from gatecell.wire.sse import encode
 
 from ..backends import chatbot
 from ..backends.reasoning import EFFORTS, Thought, think
-from ..errors import Fail
+from ..errors import Fail, shown
 from ..registry import RESPONSES
-from .common import event_stream, json_response, model_endpoint, pace_of, paced, runtime
+from .common import compose, event_stream, json_response, model_endpoint, pace_of, paced, runtime
 
 
 @model_endpoint(ResponsesRequest, RESPONSES)
@@ -27,20 +27,28 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
     if effort is not None and effort not in EFFORTS:
         raise Fail(
             400,
-            f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {effort!r}",
+            f"reasoning.effort must be one of {', '.join(EFFORTS)}; got {shown(effort)}",
             param="reasoning.effort",
         )
     limit = data.get("max_output_tokens")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise Fail(
-            400, f"max_output_tokens must be a positive integer, got {limit!r}", param="max_output_tokens"
+            400,
+            f"max_output_tokens must be a positive integer, got {shown(limit)}",
+            param="max_output_tokens",
         )
     instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
-    thought = think(_turns(req.input), effort, instructions, limit)
+    thought = await compose(_think, req.input, effort, instructions, limit)
     shell = _shell(req.model, effort or "medium", instructions)
     if not req.stream:
         return json_response(_finished(shell, thought))
     return event_stream(_events(shell, thought, pace_of(request, rt)))
+
+
+def _think(
+    input: str | list[Any], effort: str | None, instructions: str | None, limit: int | None
+) -> Thought:
+    return think(_turns(input), effort, instructions, limit)
 
 
 def _turns(input: str | list[Any]) -> list[chatbot.Turn]:

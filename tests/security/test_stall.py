@@ -1,0 +1,106 @@
+"""Issue 9, item 4: no request can stall the local gateway.
+
+Two halves. The stand-in chat model's work is linear in its input, whatever the input: each
+adversarial family below (inputs that made a regex backtrack, or a loop rescan what it had
+seen) is run at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
+work there is runs off the event loop: ``/health`` answers while a chat reply is provably
+still being composed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from gatecell.local.backends import chatbot, prompt_flags
+
+FAMILIES = {
+    "dots": lambda n: "." * n,
+    "dots after a greeting": lambda n: "hello" + "." * n + "#",
+    "spaces after a greeting": lambda n: "hi " + " !" * (n // 2) + " x",
+    "digits without operators": lambda n: "1 " * (n // 2),
+    "expressions that do not parse": lambda n: "1+1)a" * (n // 5),
+    "one long expression": lambda n: "1+" * (n // 2) + "1",
+    "distinct words": lambda n: " ".join(f"word{i}" for i in range(n // 8)),
+    "names": lambda n: "my name is Al " * (n // 14),
+    "a count with a huge number": lambda n: "count to " + "9" * n,
+    "say and spaces": lambda n: "say" + " " * n + "x",
+}
+
+
+def _cpu_per_call(fn, arg) -> float:
+    """Thread CPU seconds per call: the best of three runs of enough calls to take 20 ms."""
+    best = float("inf")
+    for _ in range(3):
+        calls, start = 0, time.thread_time()
+        while True:
+            fn(arg)
+            calls += 1
+            spent = time.thread_time() - start
+            if spent >= 0.02:
+                break
+        best = min(best, spent / calls)
+    return best
+
+
+def _growth(fn, make, n: int = 4000) -> float:
+    small, large = make(n), make(8 * n)
+    return _cpu_per_call(fn, large) / _cpu_per_call(fn, small)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_chat_reply_costs_linear_time(family):
+    def reply(question: str) -> None:
+        chatbot.answer([("user", question)], "be brief, answer in json like a pirate")
+
+    growth = _growth(reply, FAMILIES[family])
+    assert growth < 24, f"{family}: 8x the input cost {growth:.0f}x the CPU"
+
+
+def test_history_and_system_prompts_cost_linear_time():
+    def reply(n_turns: int) -> None:
+        turns = [("user", f"my name is Al{i} and this is turn {i}") for i in range(n_turns)]
+        chatbot.answer([*turns, ("user", "what is my name?")], "uppercase " * n_turns)
+
+    growth = _cpu_per_call(reply, 8 * 400) / _cpu_per_call(reply, 400)
+    assert growth < 24, f"8x the conversation cost {growth:.0f}x the CPU"
+
+
+def test_prompt_flags_cost_linear_time():
+    growth = _growth(prompt_flags.parse, lambda n: "--a " * (n // 4) + "--b" + " " * n + "--c x")
+    assert growth < 24
+
+
+def test_health_answers_while_a_chat_reply_is_being_composed(make_gateway, monkeypatch):
+    gw = make_gateway(api_keys=["sk-stall-" + "s" * 24])
+    entered, release = threading.Event(), threading.Event()
+    compose = chatbot.compose
+
+    def slow(*args, **kwargs):  # stands in for a reply that takes long to compose
+        entered.set()
+        release.wait(30)
+        return compose(*args, **kwargs)
+
+    monkeypatch.setattr(chatbot, "compose", slow)
+    headers = {"authorization": f"Bearer {gw.keys[0]}"}
+    body = {"model": "local-chat", "messages": [{"role": "user", "content": "what is 6*7? " + "x " * 50_000}]}
+    answer: list[httpx.Response] = []
+    chat = threading.Thread(
+        target=lambda: answer.append(
+            httpx.post(f"{gw.base_url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        )
+    )
+    chat.start()
+    try:
+        assert entered.wait(30), "the chat request never reached its reply"
+        health = httpx.get(f"{gw.base_url}/health", timeout=10)
+        models = httpx.get(f"{gw.base_url}/v1/models", headers=headers, timeout=10)
+        assert health.status_code == models.status_code == 200
+        assert chat.is_alive() and not answer  # the reply was still being composed
+    finally:
+        release.set()
+        chat.join(60)
+    assert answer[0].status_code == 200 and "6*7 = 42" in answer[0].text
