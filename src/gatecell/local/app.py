@@ -37,10 +37,12 @@ _KEY_HINT = {
     "messages": "'x-api-key: sk-...' or 'Authorization: Bearer sk-...'",
     "google": "'x-goog-api-key: sk-...'",
 }
-_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-def _routes(forward_unknown: bool) -> list[Route]:
+def _routes() -> list[Route]:
+    """Every route there is. Nothing else is forwarded: a model this gateway does not serve goes
+    upstream from its SPEC endpoint, an unknown job id from its poll path (`Upstream.forward`
+    allows exactly those), and any other path is a 404 here."""
     versioned = [
         ("/v1/chat/completions", completions.completions, ["POST"]),
         ("/v1/messages", native.messages, ["POST"]),
@@ -66,8 +68,6 @@ def _routes(forward_unknown: bool) -> list[Route]:
         Route("/files/{name}", media.files, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
     ]
-    if forward_unknown:
-        routes.append(Route("/{rest:path}", _forward, methods=_ALL_METHODS))
     return routes
 
 
@@ -81,10 +81,6 @@ async def _model_or_generate(request: Request) -> Response:
 
 async def _health(request: Request) -> Response:
     return Response('{"status":"ok"}', media_type="application/json")
-
-
-async def _forward(request: Request) -> Response:
-    return await request.app.state.runtime.upstream.forward(request)
 
 
 async def _on_fail(request: Request, exc: Exception) -> Response:
@@ -172,7 +168,7 @@ def create_app(config: Config | None = None, **options: Any) -> Starlette:
             await runtime.upstream.aclose()
 
     app = Starlette(
-        routes=_routes(forward_unknown=runtime.upstream is not None),
+        routes=_routes(),
         exception_handlers={Fail: _on_fail, HTTPException: _on_http},
         lifespan=lifespan,
     )

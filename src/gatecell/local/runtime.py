@@ -29,5 +29,7 @@ class Runtime:
             keys=Keys(config.api_keys),
             media=media,
             jobs=JobStore(config.job_seconds, media),
-            upstream=Upstream(config.upstream, config.upstream_key) if config.upstream else None,
+            upstream=Upstream(config.upstream, config.upstream_key, config.max_relay)
+            if config.upstream
+            else None,
         )
