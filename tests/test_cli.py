@@ -119,6 +119,11 @@ def test_serve_answers_with_the_given_key_and_refuses_others():
         proc.wait(timeout=20)
 
 
+def test_serve_help_names_the_relay_cap_and_its_variable():
+    out = run("serve", "--help").stdout
+    assert "--max-relay BYTES" in out and "GATECELL_LOCAL_MAX_RELAY" in out
+
+
 def test_lab_serves_the_tutorials_with_the_embedded_gateway(tmp_path):
     """The README's main command: JupyterLab on notebooks/, its kernels pointed at one gateway."""
     port = free_port()

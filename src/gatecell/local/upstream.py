@@ -45,7 +45,7 @@ _SEG = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,255}"
 _POST = re.compile(
     r"(?:/v1)?/(?:chat/completions|messages|responses|images/generations|audio/speech|videos)"
     r"|/imgjob/submit/imagine|/musicjob/submit/music"
-    rf"|(?:/v1beta|/v1)?/models/{_SEG}:(?:stream)?[gG]enerateContent"
+    rf"|(?:/v1beta|/v1)?/models/{_SEG}:(?:generateContent|streamGenerateContent)"
 )
 _GET = re.compile(
     rf"(?:/v1)?/(?:models|videos/{_SEG}(?:/content)?)|/imgjob/task/{_SEG}/fetch|/musicjob/fetch/{_SEG}"
@@ -74,10 +74,14 @@ _IDENTITY = (b"accept-encoding", b"identity")
 _FIELD = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e\x80-\xff]*?)[ \t]*")
 
 # A key: the SPEC 5 form, sk- in any case and then key characters, as wire.secret.redact sees it.
+# The pattern starts at the dash and looks behind for the sk: a literal first character lets
+# the regex engine skip ahead like a bytes search, so a body without keys costs little.
 _KEY_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 _IS_KEY_CHAR = tuple(c in _KEY_CHARS for c in range(256))
-_SHAPE = rb"[sS][kK]-[A-Za-z0-9_\-]{8,}"
-_SHAPE_MIN = 11  # sk- and 8 more
+_SHAPE = rb"-(?<=[sS][kK]-)[A-Za-z0-9_\-]{8,}"
+_SUSPECT = re.compile(rb"-(?<=[sS][kK]-)").search
+_SK = (b"sk", b"sK", b"Sk", b"SK")
+_AFTER_SK = 8  # key characters after sk- that make a key
 _WINDOW = 256  # the longest tail of key characters held back until the next piece shows its end
 
 _CONNECT_TIMEOUT = 10.0
@@ -117,8 +121,8 @@ class _Scrubber:
     A mask keeps the length (``sk-******``), so a Content-Length stays right and binary
     bodies keep their size. A key can be split across two reads: a tail of key characters
     (up to `_WINDOW`) is held back until the next piece shows how it ends; a longer run is
-    sent but for its last characters, and a key that runs on past a piece is masked on into
-    the next one.
+    sent but for its last characters (never an sk whose dash is held back), and a key that
+    runs on past a piece is masked on into the next one.
     """
 
     __slots__ = ("_pattern", "_literal", "_carry", "_in_key")
@@ -131,10 +135,18 @@ class _Scrubber:
 
     def whole(self, data: bytes) -> bytes:
         """`data` masked as one complete piece (a header value, a body read whole)."""
-        return self._pattern.sub(_mask, data) if self._suspect(data) else data
+        return self._pattern.sub(_mask, data) if self.suspect(data) else data
 
     def feed(self, data: bytes, last: bool) -> bytes:
         """What of the body so far can go out, masked; `last` flushes what was held back."""
+        if (  # the common case first, kept short: nothing held, nothing to mask or to hold back
+            not self._carry
+            and not self._in_key
+            and self._literal is None
+            and _SUSPECT(data) is None
+            and (last or (data and not _IS_KEY_CHAR[data[-1]]))
+        ):
+            return data
         buf = self._carry + data if self._carry else data
         self._carry = b""
         lead = b""
@@ -145,8 +157,10 @@ class _Scrubber:
             if not rest:
                 return lead
             buf = rest
-        cut = len(buf) if last else len(buf) - self._hold(buf)
-        if not self._suspect(buf):
+        size = len(buf)
+        held = not last and bool(buf) and (self._literal is not None or _IS_KEY_CHAR[buf[-1]])
+        cut = size - self._hold(buf) if held else size
+        if not self.suspect(buf):
             self._carry = buf[cut:]
             return lead + buf[:cut]
         out = [lead]
@@ -159,7 +173,7 @@ class _Scrubber:
             pos = end
             if end > cut:  # a key runs into the held-back tail: it goes out whole, masked
                 cut = end
-                self._in_key = end == len(buf) and m.lastgroup == "shape" and not last
+                self._in_key = end == size and m.lastgroup == "shape" and not last
         out.append(buf[pos:cut])
         self._carry = buf[cut:]
         return b"".join(out)
@@ -167,29 +181,30 @@ class _Scrubber:
     def _hold(self, buf: bytes) -> int:
         """How much of the end of `buf` may be the start of a key the next piece completes."""
         hold = 0
-        if buf and _IS_KEY_CHAR[buf[-1]]:
+        if _IS_KEY_CHAR[buf[-1]]:
             tail = buf[-_WINDOW - 1 :]
             run = len(tail) - len(tail.rstrip(_KEY_CHARS))
-            # A longer run needs only its last characters held: an sk- before them has its
-            # 8 key characters already, so the pattern sees it.
-            hold = run if run <= _WINDOW else _SHAPE_MIN - 1
+            # A longer run needs only its last characters held: a dash before them has the
+            # key characters after it that make a key, so the pattern sees it.
+            hold = run if run <= _WINDOW else _AFTER_SK
         literal = self._literal
         if literal:
             end = buf[1 - len(literal) :].lower()
             hold = max([hold] + [n for n in range(len(literal) - 1, hold, -1) if end.endswith(literal[:n])])
+        cut = len(buf) - hold
+        if buf[cut - 1 : cut] in (b"s", b"S"):  # the pattern looks behind the dash for them
+            hold += 1
+        elif buf[max(cut - 2, 0) : cut] in _SK:
+            hold += 2
         return hold
 
-    def _suspect(self, buf: bytes) -> bool:
-        """A cheap look for anything the pattern could match (bytes searches, no regex)."""
-        if (b"k-" in buf or b"K-" in buf) and (
-            b"sk-" in buf or b"SK-" in buf or b"Sk-" in buf or b"sK-" in buf
-        ):
-            return True
-        return self._literal is not None and self._literal in buf.lower()
+    def suspect(self, buf: bytes) -> bool:
+        """A cheap look for anything the pattern could match."""
+        return _SUSPECT(buf) is not None or (self._literal is not None and self._literal in buf.lower())
 
 
 def _mask(m: re.Match[bytes]) -> bytes:
-    keep = 3 if m.lastgroup == "shape" else 0  # the sk- prefix says a key was there
+    keep = 1 if m.lastgroup == "shape" else 0  # sk- stays, so the reader sees a key was there
     return m.group()[:keep] + b"*" * (m.end() - m.start() - keep)
 
 
@@ -201,6 +216,7 @@ class _Answer:
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = conn
         self._reader = conn[0]
         self.status = 0
+        self.head = b""  # as it came
         self.headers: list[tuple[bytes, bytes]] = []
         self.length: int | None = None  # the Content-Length the upstream declared
         self.coding = b""  # its Content-Encoding
@@ -221,6 +237,7 @@ class _Answer:
             if self.status >= 200:
                 break  # 1xx interim answers are skipped
         self._reusable = version == b"HTTP/1.1"
+        self.head = head
         for line in lines[1:]:
             field = _FIELD.fullmatch(line)
             if field is None:
@@ -250,10 +267,9 @@ class _Answer:
             return b""
         reader = self._reader
         if self.chunked and not self._left:
-            line = (await reader.readuntil(b"\r\n"))[:-2].split(b";")[0].strip()
-            if not line or line.strip(b"0123456789abcdefABCDEF"):
+            self._left = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if self._left < 0:  # int() takes a sign; read() takes a negative size as "all"
                 raise ValueError("bad chunk size")
-            self._left = int(line, 16)
             if not self._left:
                 while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers
                     pass
@@ -294,11 +310,10 @@ class _Answer:
 class _Relay(Response):
     """An upstream answer as an ASGI response, its body relayed piece by piece, masked and capped.
 
-    `forward` pulls the first piece before answering, so an answer that breaks off or runs over
-    the cap before any of it was read is still a clean 502. Past that point a broken or
-    oversized answer cuts the client's connection instead (the server closes it when the
-    response is left unfinished), so the client sees a truncated body, never one that looks
-    whole.
+    `start` reads the first piece before the answer begins, so an answer that breaks off or
+    runs over the cap before then is still a clean 502. Past that point a broken or oversized
+    answer cuts the client's connection instead (the server closes it when the response is
+    left unfinished), so the client sees a truncated body, never one that looks whole.
     """
 
     def __init__(
@@ -311,7 +326,11 @@ class _Relay(Response):
         self._scrubber = scrubber
         self._cap = cap
         self._seen = 0
-        self.first = b""
+        self._first = b""
+
+    async def start(self) -> None:
+        """Read up to the first piece to send, before the answer begins."""
+        self._first = await self.pull()
 
     async def pull(self) -> bytes:
         """The next masked piece to send; b"" only at the end."""
@@ -320,8 +339,9 @@ class _Relay(Response):
             self._seen += len(data)
             if self._seen > self._cap:
                 raise _Over
-            piece = self._scrubber.feed(data, last=self._answer.done)
-            if piece or self._answer.done:
+            done = self._answer.done
+            piece = self._scrubber.feed(data, done)
+            if piece or done:
                 return piece
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -330,9 +350,9 @@ class _Relay(Response):
                 {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
             )
             if self._answer.done:
-                await send({"type": "http.response.body", "body": self.first})
+                await send({"type": "http.response.body", "body": self._first})
                 return
-            await send({"type": "http.response.body", "body": self.first, "more_body": True})
+            await send({"type": "http.response.body", "body": self._first, "more_body": True})
             async with anyio.create_task_group() as group:  # a client that leaves stops the relay
 
                 async def watch() -> None:
@@ -363,6 +383,8 @@ class _Relay(Response):
 
 
 class Upstream:
+    """The upstream gateway: a pool of connections to it, and the forwarding rules above."""
+
     def __init__(self, base_url: str, key: Secret | None, max_relay: int = 1 << 30) -> None:
         self.base_url = root_url(base_url)
         parts = urlsplit(self.base_url)
@@ -379,9 +401,8 @@ class Upstream:
             raise ValueError("the upstream key holds characters an HTTP header cannot carry")
         self.max_relay = max_relay
         # The key shape covers SPEC 5 keys; another key is masked as itself (in any case).
-        literal = (
-            self._key if self._key and len(self._key) >= 8 and not re.fullmatch(_SHAPE, self._key) else None
-        )
+        shaped = re.fullmatch(rb"[sS][kK]" + _SHAPE, self._key or b"")
+        literal = self._key if self._key and len(self._key) >= 8 and not shaped else None
         self._literal = literal.lower() if literal else None
         key_alt = b"(?P<key>(?i:%s))|" % re.escape(literal) if literal else b""
         self._pattern = re.compile(key_alt + b"(?P<shape>" + _SHAPE + b")")
@@ -477,21 +498,18 @@ class Upstream:
 
     async def _relay(self, method: str, answer: _Answer) -> _Relay:
         scrubber = self._scrubber()
-        headers = []
-        for name, value in _without(answer.headers, _DROP_RESPONSE):
-            if scrubber.whole(name) == name:  # a header named like a key is no header of ours
-                headers.append((name, scrubber.whole(value)))
+        headers = _without(answer.headers, _DROP_RESPONSE)
+        if scrubber.suspect(answer.head):  # a header named like a key is no header of ours
+            headers = [(n, scrubber.whole(v)) for n, v in headers if scrubber.whole(n) == n]
         if answer.length is not None and not answer.chunked and answer.status not in (204, 304):
             headers.append((b"content-length", b"%d" % answer.length))  # masks keep the length
-        if answer.empty:
-            pass
-        elif answer.coding not in (b"", b"identity"):
+        if not answer.empty and answer.coding not in (b"", b"identity"):
             raise Fail(502, "upstream gateway answered in a content coding it was not asked for")
-        elif answer.length is not None and not answer.chunked and answer.length > self.max_relay:
-            raise Fail(502, f"upstream answer over the {self.max_relay} byte relay cap")
         relay = _Relay(answer, headers, scrubber, self.max_relay)
         try:
-            relay.first = await relay.pull()
+            if not answer.empty and answer.length is not None and answer.length > self.max_relay:
+                raise _Over
+            await relay.start()
         except _Over:
             raise Fail(502, f"upstream answer over the {self.max_relay} byte relay cap") from None
         except _BROKEN as exc:
