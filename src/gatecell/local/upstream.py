@@ -69,9 +69,13 @@ _DROP_RESPONSE = frozenset(
 # Bodies come back as they are so that keys in them can be seen (and masked).
 _IDENTITY = (b"accept-encoding", b"identity")
 
-# One header line of an answer; anything else (obs-fold, control characters, a name that is
-# not a token) is dropped rather than passed on.
-_FIELD = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e\x80-\xff]*?)[ \t]*")
+# The header lines of an answer; anything else (obs-fold, control characters, a bare LF, a
+# name that is not a token) is dropped rather than passed on.
+_FIELDS = re.compile(
+    rb"\r\n([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*"
+    rb"((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*(?=\r\n)"
+)
+_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"content-encoding", b"connection"))
 
 # A key: the SPEC 5 form, sk- in any case and then key characters, as wire.secret.redact sees it.
 # The pattern starts at the dash and looks behind for the sk: a literal first character lets
@@ -229,8 +233,7 @@ class _Answer:
     async def read_head(self, method: str) -> None:
         while True:
             head = await self._reader.readuntil(b"\r\n\r\n")
-            lines = head[:-4].split(b"\r\n")
-            version, status = lines[0].split(b" ", 2)[:2]
+            version, status = head.split(b" ", 2)[:2]
             self.status = int(status)
             if not 100 <= self.status <= 599 or self.status == 101:  # it was never asked to switch
                 raise ValueError("bad status")
@@ -238,21 +241,20 @@ class _Answer:
                 break  # 1xx interim answers are skipped
         self._reusable = version == b"HTTP/1.1"
         self.head = head
-        for line in lines[1:]:
-            field = _FIELD.fullmatch(line)
-            if field is None:
-                continue
-            name, value = field[1].lower(), field[2]
-            if name == b"content-length":
-                if not value.isdigit() or self.length not in (None, int(value)):
-                    raise ValueError("bad content-length")
-                self.length = int(value)
-            elif name == b"transfer-encoding":
-                self.chunked = b"chunked" in value.lower()
-            elif name == b"content-encoding":
-                self.coding = value.lower()
-            elif name == b"connection" and b"close" in value.lower():
-                self._reusable = False
+        for name, value in _FIELDS.findall(head):
+            name = name.lower()
+            if name in _FRAMING:
+                lower = value.lower()
+                if name == b"content-length":
+                    if not value.isdigit() or self.length not in (None, int(value)):
+                        raise ValueError("bad content-length")
+                    self.length = int(value)
+                elif name == b"transfer-encoding":
+                    self.chunked = b"chunked" in lower
+                elif name == b"content-encoding":
+                    self.coding = lower
+                elif b"close" in lower:
+                    self._reusable = False
             self.headers.append((name, value))
         if method == "HEAD" or self.status in (204, 304):
             self._left, self.chunked = 0, False
@@ -310,7 +312,7 @@ class _Answer:
 class _Relay(Response):
     """An upstream answer as an ASGI response, its body relayed piece by piece, masked and capped.
 
-    `start` reads the first piece before the answer begins, so an answer that breaks off or
+    The first piece is read before the answer begins, so an answer that breaks off or
     runs over the cap before then is still a clean 502. Past that point a broken or oversized
     answer cuts the client's connection instead (the server closes it when the response is
     left unfinished), so the client sees a truncated body, never one that looks whole.
@@ -326,11 +328,7 @@ class _Relay(Response):
         self._scrubber = scrubber
         self._cap = cap
         self._seen = 0
-        self._first = b""
-
-    async def start(self) -> None:
-        """Read up to the first piece to send, before the answer begins."""
-        self._first = await self.pull()
+        self.first = b""  # read by `Upstream._relay` before the answer begins
 
     async def pull(self) -> bytes:
         """The next masked piece to send; b"" only at the end."""
@@ -350,9 +348,9 @@ class _Relay(Response):
                 {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
             )
             if self._answer.done:
-                await send({"type": "http.response.body", "body": self._first})
+                await send({"type": "http.response.body", "body": self.first})
                 return
-            await send({"type": "http.response.body", "body": self._first, "more_body": True})
+            await send({"type": "http.response.body", "body": self.first, "more_body": True})
             async with anyio.create_task_group() as group:  # a client that leaves stops the relay
 
                 async def watch() -> None:
@@ -491,12 +489,13 @@ class Upstream:
             log.warning("upstream %s unreachable: %s", self.base_url, type(exc).__name__)
             raise Fail(502, f"upstream gateway unreachable ({type(exc).__name__})") from None
         try:
-            return await self._relay(method, answer)
+            return await self._relay(answer)
         except BaseException:
             answer.release()
             raise
 
-    async def _relay(self, method: str, answer: _Answer) -> _Relay:
+    async def _relay(self, answer: _Answer) -> _Relay:
+        """The answer's headers cleaned, its first piece read: a 502 here is still clean."""
         scrubber = self._scrubber()
         headers = _without(answer.headers, _DROP_RESPONSE)
         if scrubber.suspect(answer.head):  # a header named like a key is no header of ours
@@ -509,7 +508,7 @@ class Upstream:
         try:
             if not answer.empty and answer.length is not None and answer.length > self.max_relay:
                 raise _Over
-            await relay.start()
+            relay.first = await relay.pull()
         except _Over:
             raise Fail(502, f"upstream answer over the {self.max_relay} byte relay cap") from None
         except _BROKEN as exc:
