@@ -269,14 +269,20 @@ class _Answer:
             return b""
         reader = self._reader
         if self.chunked and not self._left:
-            self._left = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            if self._left < 0:  # int() takes a sign; read() takes a negative size as "all"
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size < 0:  # int() takes a sign; read() takes a negative size as "all"
                 raise ValueError("bad chunk size")
-            if not self._left:
+            if not size:
                 while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers
                     pass
                 self._finish()
                 return b""
+            if size <= _READ:  # a small chunk (an event of a stream) and its CRLF in one read
+                data = await reader.readexactly(size + 2)
+                if data[-2:] != b"\r\n":
+                    raise ValueError("bad chunk end")
+                return data[:-2]
+            self._left = size
         if self._left is None:  # up to close
             data = await reader.read(_READ)
             if not data:
