@@ -137,6 +137,11 @@ def test_serve_answers_with_the_given_key_and_refuses_others():
         proc.wait(timeout=20)
 
 
+def test_serve_help_names_the_relay_cap_and_its_variable():
+    out = run("serve", "--help").stdout
+    assert "--max-relay BYTES" in out and "GATECELL_LOCAL_MAX_RELAY" in out
+
+
 def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path, kernel_cells):
     """The README's main command: JupyterLab on notebooks/, its kernels pointed at one local
     gateway that they know as such (``%gatecell config``; the first magic says so once)."""

@@ -95,6 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
             pace=args.pace,
             job_seconds=args.job_seconds,
             max_body=args.max_body,
+            max_relay=args.max_relay,
             log_level=args.log_level,
             access_log=args.access_log,
         )
@@ -225,6 +226,12 @@ def _parser() -> argparse.ArgumentParser:
         "--job-seconds", type=float, help="how long a local media job takes (env GATECELL_LOCAL_JOB_SECONDS)"
     )
     serve.add_argument("--max-body", type=int, help="request body cap in bytes (env GATECELL_LOCAL_MAX_BODY)")
+    serve.add_argument(
+        "--max-relay",
+        type=int,
+        metavar="BYTES",
+        help="most of one upstream answer relayed to a client (env GATECELL_LOCAL_MAX_RELAY, default 1 GiB)",
+    )
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--access-log", action="store_true", help="log every request (costs CPU per request)")
     serve.set_defaults(run=_serve)

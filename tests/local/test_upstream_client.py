@@ -109,10 +109,13 @@ def test_garbage_from_upstream_is_502(make_gateway):
 
 def test_head_answers_carry_no_body(make_gateway):
     raw = RawServer(
-        [b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n"],
+        [b"HTTP/1.1 200 OK\r\ncontent-type: video/mp4\r\ncontent-length: 11\r\n\r\n", OK],
         close_after=False,
     )
     gw, headers = front(make_gateway, raw)
     with httpx.Client(headers=headers, timeout=5) as client:
-        r = client.head(f"{gw.base_url}/v1/somewhere/else")
-        assert r.status_code == 200 and r.headers["content-length"] == "11"
+        r = client.head(f"{gw.base_url}/v1/videos/video_remote/content")
+        assert r.status_code == 200 and r.headers["content-length"] == "11" and r.content == b""
+        # the bodiless answer was read whole: the next request rides the same upstream connection
+        assert client.get(f"{gw.base_url}/v1/videos/video_remote").json() == {"ok": True}
+    assert raw.connections == 1 and raw.requests[0].startswith(b"HEAD /v1/videos/video_remote/content ")

@@ -39,7 +39,6 @@ _KEY_HINT = {
     "messages": "'x-api-key: sk-...' or 'Authorization: Bearer sk-...'",
     "google": "'x-goog-api-key: sk-...'",
 }
-_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 # What a path may not hold, as sent (raw) or as decoded: dot segments, percent-encoded "/",
 # "." or "\\" (also encoded twice), backslashes and control characters. Each could make the
 # path mean one thing here and another after a further decoding or normalisation (upstream's).
@@ -48,7 +47,10 @@ _TRICKY_PATH = re.compile(_TRICKY, re.I)
 _TRICKY_RAW = re.compile(_TRICKY.encode(), re.I)
 
 
-def _routes(forward_unknown: bool) -> list[Route]:
+def _routes() -> list[Route]:
+    """Every route there is. Nothing else is forwarded: a model this gateway does not serve goes
+    upstream from its SPEC endpoint, an unknown job id from its poll path (`Upstream.forward`
+    allows exactly those), and any other path is a 404 here."""
     versioned = [
         ("/v1/chat/completions", completions.completions, ["POST"]),
         ("/v1/messages", native.messages, ["POST"]),
@@ -74,8 +76,6 @@ def _routes(forward_unknown: bool) -> list[Route]:
         Route("/files/{name}", media.files, methods=["GET"]),
         Route("/health", _health, methods=["GET"]),
     ]
-    if forward_unknown:
-        routes.append(Route("/{rest:path}", _forward, methods=_ALL_METHODS))
     return routes
 
 
@@ -89,10 +89,6 @@ async def _model_or_generate(request: Request) -> Response:
 
 async def _health(request: Request) -> Response:
     return Response('{"status":"ok"}', media_type="application/json")
-
-
-async def _forward(request: Request) -> Response:
-    return await request.app.state.runtime.upstream.forward(request)
 
 
 async def _on_fail(request: Request, exc: Exception) -> Response:
@@ -200,7 +196,7 @@ def create_app(config: Config | None = None, **options: Any) -> Starlette:
             await runtime.upstream.aclose()
 
     app = Starlette(
-        routes=_routes(forward_unknown=runtime.upstream is not None),
+        routes=_routes(),
         exception_handlers={Fail: _on_fail, HTTPException: _on_http},
         lifespan=lifespan,
     )

@@ -25,6 +25,7 @@ __all__ = [
     "ENV_PACE",
     "ENV_JOB_SECONDS",
     "ENV_MAX_BODY",
+    "ENV_MAX_RELAY",
 ]
 
 ENV_KEYS = "GATECELL_LOCAL_KEYS"  # comma separated; visible in the process environment only
@@ -32,10 +33,12 @@ ENV_KEY_FILE = "GATECELL_LOCAL_KEY_FILE"  # a file with one key per line
 ENV_PACE = "GATECELL_LOCAL_PACE"  # seconds between streamed tokens
 ENV_JOB_SECONDS = "GATECELL_LOCAL_JOB_SECONDS"  # how long a video/imagine/music job takes
 ENV_MAX_BODY = "GATECELL_LOCAL_MAX_BODY"  # bytes
+ENV_MAX_RELAY = "GATECELL_LOCAL_MAX_RELAY"  # bytes of one upstream answer relayed to a client
 
 DEFAULT_PACE = 0.008
 DEFAULT_JOB_SECONDS = 4.0
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
+DEFAULT_MAX_RELAY = 1024 * 1024 * 1024
 
 # The limits that keep one client from starving the others, each with its variable; their
 # defaults are those of the `Config` fields.
@@ -111,6 +114,7 @@ class Config:
     pace: float = DEFAULT_PACE
     job_seconds: float = DEFAULT_JOB_SECONDS
     max_body: int = DEFAULT_MAX_BODY
+    max_relay: int = DEFAULT_MAX_RELAY
     upstream: str | None = None
     upstream_key: Secret | None = field(default=None, repr=False)
     generated_key: bool = False  # no key was configured; api_keys holds a fresh random one
@@ -132,6 +136,7 @@ class Config:
         pace: float | None = None,
         job_seconds: float | None = None,
         max_body: int | None = None,
+        max_relay: int | None = None,
         upstream: str | None = None,
         upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
         public_url: str | None = None,
@@ -155,8 +160,9 @@ class Config:
         pace = env_number(pace, ENV_PACE, DEFAULT_PACE)
         job_seconds = env_number(job_seconds, ENV_JOB_SECONDS, DEFAULT_JOB_SECONDS)
         max_body = env_number(max_body, ENV_MAX_BODY, DEFAULT_MAX_BODY)
-        if pace < 0 or job_seconds < 0 or max_body < 1:
-            raise ValueError("pace and job_seconds must be >= 0 and max_body >= 1")
+        max_relay = env_number(max_relay, ENV_MAX_RELAY, DEFAULT_MAX_RELAY)
+        if pace < 0 or job_seconds < 0 or max_body < 1 or max_relay < 1:
+            raise ValueError("pace and job_seconds must be >= 0, max_body and max_relay >= 1")
         chosen: dict[str, float] = {}
         for name, env in _LIMITS.items():
             given = limits.get(name)
@@ -174,6 +180,7 @@ class Config:
             pace=pace,
             job_seconds=job_seconds,
             max_body=max_body,
+            max_relay=max_relay,
             upstream=root_url(upstream) if upstream else None,
             upstream_key=Secret(upstream_key) if upstream_key else None,
             public_url=root_url(public_url) if public_url else None,

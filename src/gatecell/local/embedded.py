@@ -91,7 +91,7 @@ def start(**options: Any) -> EmbeddedGateway:
     """The process's embedded gateway, started on first call; later calls return the same one.
 
     `options` are those of `gatecell.local.config.Config.create` (api_keys, pace, job_seconds,
-    max_body, upstream, upstream_key_env, the limits...); they only apply to the first call.
+    max_body, max_relay, upstream, upstream_key_env, the limits...); they only apply to the first call.
     """
     global _current
     with _lock:

@@ -41,5 +41,7 @@ class Runtime:
             media=media,
             jobs=jobs,
             renders=renders,
-            upstream=Upstream(config.upstream, config.upstream_key) if config.upstream else None,
+            upstream=Upstream(config.upstream, config.upstream_key, config.max_relay)
+            if config.upstream
+            else None,
         )

@@ -39,16 +39,18 @@ def serve(
     upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
     pace: float | None = None,
     max_body: int | None = None,
+    max_relay: int | None = None,
     log_level: str = "info",
     job_seconds: float | None = None,
     access_log: bool = False,
 ) -> None:
     """Run until interrupted. Keys come from `api_keys` and `api_key_file`, else
     GATECELL_LOCAL_KEYS and GATECELL_LOCAL_KEY_FILE, else one random ``sk-local-...`` key,
-    printed once so the user can configure a client with it. `pace`, `job_seconds` and
-    `max_body` (default 10 MiB) fall back to their GATECELL_LOCAL_* variables, as do the limits
-    (see `gatecell.local.config`). The per-request access log is off unless asked for: it
-    costs about a third of the forwarding path's CPU."""
+    printed once so the user can configure a client with it. `pace`, `job_seconds`, `max_body`
+    (default 10 MiB) and `max_relay` (the most of one upstream answer relayed, default 1 GiB)
+    fall back to their GATECELL_LOCAL_* variables, as do the limits (see
+    `gatecell.local.config`). The per-request access log is off unless asked for: it costs
+    about a third of the forwarding path's CPU."""
     import uvicorn
 
     from .app import create_app
@@ -60,6 +62,7 @@ def serve(
         pace=pace,
         job_seconds=job_seconds,
         max_body=max_body,
+        max_relay=max_relay,
         upstream=upstream,
         upstream_key_env=upstream_key_env,
     )

@@ -23,6 +23,8 @@ async def get_model(request: Request) -> Response:
     name = request.path_params["name"]
     if name in MODELS:
         return json_response(model_entry(MODELS[name]))
-    if rt.upstream is not None:
-        return await rt.upstream.forward(request, b"")
+    if rt.upstream is not None:  # from the list: no other model path goes upstream
+        entry = next((m for m in await rt.upstream.models() if m["id"] == name), None)
+        if entry is not None:
+            return json_response(entry)
     raise Fail(404, f"model {shown(name)} not found", param="model", code="model_not_found")
