@@ -166,7 +166,8 @@ def _exception_line(exc: BaseException) -> str:
 
 _ASSIGNED = re.compile(
     r"""(?ix)
-    (\b[\w.-]*(?:api[_-]?key|secret|token|password|passwd|credential)[\w-]*["']?\]?\s*[:=]\s*)
+    (\b[\w.-]*(?:api[_-]?key|(?:secret|access|private)(?:[_-]?key)?|token|password|passwd|credential)s?
+    ["']?\]?\s*[:=]\s*)
     (["'])([^"'\n]{4,})\2
     """
 )
