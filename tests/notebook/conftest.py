@@ -25,6 +25,7 @@ class FaultServer(ThreadingHTTPServer):
     mode = "error429"
     key = FAULT_KEY  # what its errors echo back, as some gateways do
     requests: list[tuple[str, str, dict[str, Any]]]
+    models: list[dict[str, Any]] = [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]
 
     @property
     def base_url(self) -> str:
@@ -50,9 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append(("GET", self.path, {}))
-        self._json(
-            200, {"object": "list", "data": [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]}
-        )
+        self._json(200, {"object": "list", "data": self.server.models})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")

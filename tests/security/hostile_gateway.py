@@ -113,9 +113,9 @@ JUNK = b"\x13\x37 not a signature anyone knows " * 40
 MODELS = [
     {"id": "hostile-chat", "object": "model", "owned_by": OWNER},
     {"id": "hostile-error", "object": "model", "owned_by": "x"},
-    {"id": "hostile-image", "object": "model", "owned_by": "x"},
+    {"id": "hostile-image", "object": "model", "owned_by": "x", "sizes": [img("size"), "64x64"]},
     {"id": "hostile-unrecognised", "object": "model", "owned_by": "x"},
-    {"id": "hostile-tts", "object": "model", "owned_by": "x"},
+    {"id": "hostile-tts", "object": "model", "owned_by": "x", "voices": [{"id": img("voice")}, "alloy"]},
     {"id": "hostile-video", "object": "model", "owned_by": "x"},
     {
         "id": MODEL_ID,
