@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from gatecell import AsyncGateway, Gateway
 from gatecell.notebook.widgets import ChatPanel, Dashboard, ImagePanel, MediaPanel, SpeechPanel
 
