@@ -100,6 +100,8 @@ CELLS = [
     "%video -m hostile-video a clip",
     "%music a tune",
     "%chat -m hostile-error hi",
+    "%gatecell explain --show-prompt",  # the error's message goes into a prompt, shown
+    "%%chat --cells 3 --show-prompt --code\nshow me",  # the replies above, and code out of this one
 ]
 
 PNG = base64.b64decode(
