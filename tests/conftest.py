@@ -24,8 +24,9 @@ def local_gateway():
 @pytest.fixture(scope="session")
 def kernel_cells():
     """``kernel_cells(connection_file, *cells)``: run each cell in that kernel; per cell,
-    whether it ran ``ok``, its ``stdout``, ``stderr``, last ``markdown`` and ``displays``
-    (the data and metadata of every display and result message)."""
+    whether it ran ``ok``, its ``stdout``, ``stderr``, the ``text`` (``text/plain``) of its
+    last display and its ``displays`` (the data and metadata of every display and result
+    message). gatecell's outputs are HTML and text, never Markdown a frontend would render."""
     from jupyter_client import BlockingKernelClient
 
     def run(connection_file: Any, *cells: str) -> list[dict[str, Any]]:
@@ -36,7 +37,7 @@ def kernel_cells():
             kc.wait_for_ready(timeout=60)
             results = []
             for code in cells:
-                got: dict[str, Any] = {"stdout": "", "stderr": "", "markdown": "", "displays": []}
+                got: dict[str, Any] = {"stdout": "", "stderr": "", "text": "", "displays": []}
 
                 def collect(msg: dict[str, Any], got: dict[str, Any] = got) -> None:
                     content = msg["content"]
@@ -44,7 +45,7 @@ def kernel_cells():
                         got[content["name"]] += content["text"]
                     elif msg["msg_type"] in ("display_data", "update_display_data", "execute_result"):
                         got["displays"].append(content)
-                        got["markdown"] = content["data"].get("text/markdown", got["markdown"])
+                        got["text"] = content["data"].get("text/plain", got["text"])
 
                 reply = kc.execute_interactive(code, timeout=120, output_hook=collect)
                 got["ok"] = reply["content"]["status"] == "ok"

@@ -185,8 +185,8 @@ def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path
     assert notice == NOTICE.format(url=url)  # the lab process chose the local gateway, and said so
     assert all(cell["ok"] for cell in shown), shown
     assert shown[0]["stdout"] == "None\n"  # the kernels are not told of a configured gateway...
-    config = shown[2]["markdown"]
+    config = shown[2]["text"]
     assert f"{url} (local gateway of gatecell lab)" in config and "the local gateway's own" in config
     assert shown[3]["stderr"] == NOTICE.format(url=url) + "\n"  # ...and use the lab's, saying so once
-    assert "local-chat" in shown[3]["markdown"]
-    assert shown[4]["stderr"] == "" and shown[4]["markdown"]
+    assert "local-chat" in shown[3]["text"]
+    assert shown[4]["stderr"] == "" and shown[4]["text"]

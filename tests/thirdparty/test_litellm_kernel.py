@@ -62,23 +62,23 @@ def test_a_default_model_litellm_does_not_serve_is_one_line_naming_those_it_does
 def test_chat_in_every_format_with_the_request_id_in_footer_and_provenance(shown):
     chat = shown["chat"]
     assert chat["ok"] and chat["stderr"] == ""
-    assert chat["markdown"].startswith("2+2 = 4")
-    footer = re.search(rf"lite-chat · /v1/chat/completions · .* · request ({UUID})", chat["markdown"])
-    assert footer, chat["markdown"]
+    assert chat["text"].startswith("2+2 = 4")
+    footer = re.search(rf"lite-chat · /v1/chat/completions · .* · request ({UUID})", chat["text"])
+    assert footer, chat["text"]
     assert chat["displays"][-1]["metadata"]["gatecell"]["request_id"] == footer.group(1)
     for name, endpoint in (
         ("messages", "/v1/messages"),
         ("generate", "/v1beta/models/lite-chat:streamGenerateContent?alt=sse"),
     ):
         cell = shown[name]
-        assert cell["ok"] and cell["markdown"].startswith("2+2 = 4"), cell
+        assert cell["ok"] and cell["text"].startswith("2+2 = 4"), cell
         prov = cell["displays"][-1]["metadata"]["gatecell"]
         assert prov["endpoint"] == endpoint and re.fullmatch(UUID, prov["request_id"])
 
 
 def test_reason_image_and_speech(shown):
     reason = shown["reason"]
-    assert reason["ok"] and "2+2 = 4" in reason["markdown"] and "Effort low" in reason["markdown"]
+    assert reason["ok"] and "2+2 = 4" in reason["text"] and "Effort low" in reason["text"]
     assert reason["displays"][-1]["metadata"]["gatecell"]["endpoint"] == "/v1/responses"
     for name, kind in (("image", "image/png"), ("speak", "audio/wav")):
         cell = shown[name]
@@ -89,15 +89,15 @@ def test_reason_image_and_speech(shown):
 
 
 def test_models_table_config_and_help(shown, litellm):
-    table = shown["models"]["markdown"]
+    table = shown["models"]["text"]
     for row in (
-        "| `lite-chat` | openai | /v1/chat/completions |",
-        "| `lite-reasoner` | openai | /v1/responses |",
-        "| `lite-image` | openai | /v1/images/generations |",
-        "| `lite-tts` | openai | /v1/audio/speech |",
+        ("lite-chat", "openai", "/v1/chat/completions"),
+        ("lite-reasoner", "openai", "/v1/responses"),
+        ("lite-image", "openai", "/v1/images/generations"),
+        ("lite-tts", "openai", "/v1/audio/speech"),
     ):
-        assert row in table
-    config = shown["config"]["markdown"]
-    assert f"`'{litellm.base_url}'`" in config and "set (environment)" in config
+        assert list(row) in [line.split() for line in table.splitlines()], table
+    config = shown["config"]["text"]
+    assert f"'{litellm.base_url}'" in config and "set (environment)" in config
     assert litellm.key not in str(shown)
     assert shown["help"]["ok"] and shown["help"]["stdout"].startswith("usage: %%chat")
