@@ -141,3 +141,19 @@ def test_redaction_masks_keys_and_secrets(text, hidden):
     masked = redact(text)
     assert hidden not in masked and masked != text
     assert redact("max_tokens = 100 and tokenizer = 'bert'") == "max_tokens = 100 and tokenizer = 'bert'"
+
+
+def test_a_cell_that_does_not_compile_is_explained_by_its_message(cells, recording_gateway):
+    failed, _ = cells("total = 1\nif total\n    print(total)")
+    assert not failed.success
+    result, _ = cells("%gatecell explain")
+    assert result.success, result.error_in_exec
+    n = failed.execution_count
+    body = sent(recording_gateway)
+    assert body.startswith(
+        f"The last error in this notebook, raised by cell In[{n}]:\n\n```python\ntotal = 1\n"
+    )
+    assert f"```text\n  Cell In[{n}], line 2\n    if total\n" in body and "SyntaxError: expected ':'" in body
+    assert (
+        "Traceback" not in body and "interactiveshell" not in body
+    )  # IPython's own frames are not the error

@@ -86,8 +86,9 @@ def last_error(shell: Any, *, chars: int) -> str | None:
 
     frames = list(traceback.extract_tb(exc.__traceback__))
     cell_of = _cell_number(shell)
-    first = next((i for i, f in enumerate(frames) if cell_of(f.filename) is not None), 0)
-    frames = frames[first:]
+    first = next((i for i, f in enumerate(frames) if cell_of(f.filename) is not None), None)
+    # from the cell on; a cell that did not compile has no frame of its own: its message says where
+    frames = frames[first:] if first is not None else [] if isinstance(exc, SyntaxError) else frames
     number = cell_of(frames[0].filename) if frames else None
     if number is None and isinstance(exc, SyntaxError) and exc.filename:
         number = cell_of(exc.filename)
@@ -166,7 +167,7 @@ def _exception_line(exc: BaseException) -> str:
 
 _ASSIGNED = re.compile(
     r"""(?ix)
-    (\b[\w.-]*(?:api[_-]?key|(?:secret|access|private)(?:[_-]?key)?|token|password|passwd|credential)s?
+    (\b[\w.-]*(?:api[_-]?key|secret(?:[_-]?key)?|(?:access|private)[_-]?key|token|password|passwd|credential)s?
     ["']?\]?\s*[:=]\s*)
     (["'])([^"'\n]{4,})\2
     """
