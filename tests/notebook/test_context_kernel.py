@@ -3,6 +3,8 @@ records every request): DataFrames, code in prompts, cells, errors, and code int
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kernels import displays, execute, kernel_env, stream_text
 
@@ -127,3 +129,47 @@ def test_code_puts_a_set_next_input_payload_in_the_execute_reply(kernel):
     reply, messages = run(kernel, "%%chat --code\nhello")
     assert reply["content"]["payload"] == []
     assert stream_text(messages, "stdout") == "the reply has no code block: no cell added\n"
+
+
+def test_a_panel_shares_the_conversation_of_the_cells_in_the_kernel(kernel, recording_gateway):
+    run(kernel, "%gatecell reset\nfrom gatecell.notebook.widgets import ChatPanel")
+    run(kernel, "%%chat\nMy name is Ada.")
+    reply, messages = run(
+        kernel,
+        "panel = ChatPanel(conversation='default', model='local-chat')\n"
+        "panel.ask('What is my name?'); panel.wait(30)\nprint(panel.messages[-1]['content'])",
+    )
+    assert stream_text(messages, "stdout") == "Your name is Ada.\n"
+    _, _, body = recording_gateway.recorder.requests[-1]
+    sent = json.loads(body)["messages"]
+    assert [m["content"] for m in sent] == ["My name is Ada.", sent[1]["content"], "What is my name?"]
+    run(kernel, "%chat repeat after me: and again")
+    _, _, body = recording_gateway.recorder.requests[-1]
+    assert [m["content"] for m in json.loads(body)["messages"]][2:4] == [
+        "What is my name?",
+        "Your name is Ada.",
+    ]
+
+
+def test_an_async_gateway_panel_streams_while_the_kernels_loop_runs_cells(kernel, fault_server):
+    fault_server.mode = "slow"  # an endless stream: a word every 20 ms
+    code = f"""
+import asyncio
+from gatecell import AsyncGateway
+agw = AsyncGateway(base_url={fault_server.base_url!r}, api_key={fault_server.key!r}, max_retries=0)
+slow = ChatPanel(agw, model="fault-chat")
+slow.ask("hello")
+seen = []
+
+async def watch():
+    while len(set(seen)) < 4:
+        await asyncio.sleep(0.005)  # the kernel's own loop, turning
+        seen.append(len(slow.reply.text))
+
+await asyncio.wait_for(watch(), 30)
+print(slow.busy, slow.gateway.loop is not asyncio.get_running_loop())
+slow.stop()
+print(slow.busy, slow.messages[-1]["content"].startswith("word0 word1"), slow.wait(10))
+"""
+    reply, messages = run(kernel, code)
+    assert stream_text(messages, "stdout") == "True True\nFalse True True\n"

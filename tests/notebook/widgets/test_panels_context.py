@@ -81,14 +81,17 @@ def test_panels_drive_an_async_gateway_on_a_loop_of_their_own(local_gateway):
         assert board.chat.gateway.loop is not asyncio.get_running_loop()
         board.chat.model.value = "local-chat"
         board.chat.ask("count to 5")
+        board.compare.run("what is 6 times 7?", ["local-chat", "local-reasoner"])
         board.image.generate("a red square")
         job = board.media.submit("music", "a calm tune", style="ambient")
         board.speech.speak("hello")
         # the notebook's own loop goes on, and may use the same AsyncGateway meanwhile
         reply = await agw.chat(model="local-chat", messages=[{"role": "user", "content": "what is 2+2?"}])
         assert reply.choices[0].message.content == "2+2 = 4"
-        await asyncio.to_thread(lambda: [p.wait(60) for p in (board.chat, board.image, board.speech, job)])
+        panels = (board.chat, board.compare, board.image, board.speech, job)
+        await asyncio.to_thread(lambda: [p.wait(60) for p in panels])
         assert board.chat.messages[-1]["content"] == "1, 2, 3, 4, 5."
+        assert all("42" in r["text"] and r["error"] is None for r in board.compare.results.values())
         assert "completion tokens" in board.chat.status.value
         assert board.image.images and board.image.error is None
         assert board.speech.audio.data[:4] == b"RIFF"
