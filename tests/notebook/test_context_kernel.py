@@ -142,7 +142,8 @@ def test_a_panel_shares_the_conversation_of_the_cells_in_the_kernel(kernel, reco
     assert stream_text(messages, "stdout") == "Your name is Ada.\n"
     _, _, body = recording_gateway.recorder.requests[-1]
     sent = json.loads(body)["messages"]
-    assert [m["content"] for m in sent] == ["My name is Ada.", sent[1]["content"], "What is my name?"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]  # the cell's turn went first
+    assert sent[0]["content"] == "My name is Ada." and sent[1]["content"].startswith("Nice to meet you, Ada.")
     run(kernel, "%chat repeat after me: and again")
     _, _, body = recording_gateway.recorder.requests[-1]
     assert [m["content"] for m in json.loads(body)["messages"]][2:4] == [
