@@ -86,6 +86,14 @@ def _wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: flo
     raise RuntimeError(f"{process.args[2]} did not listen on {port}:\n{log.read_text()[-3000:]}")
 
 
+def write_notebook(path: Path, cells: list[str]) -> Path:
+    """A notebook of these code cells, unexecuted, at ``path``."""
+    import nbformat
+
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), str(path))
+    return path
+
+
 def voila(notebook: Path, port: int) -> list[str]:
     """Arguments of a Voila server for one notebook."""
     return [
@@ -119,15 +127,15 @@ def chromium() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def dashboard_page(browser: Any, url: str) -> Iterator[Any]:
-    """A page of a Voila-served dashboard, once the dashboard is on screen (each page load
-    starts a kernel, so tests of a module share one)."""
+def dashboard_page(browser: Any, url: str, ready: str = ".gatecell-dashboard") -> Iterator[Any]:
+    """A page of a Voila-served notebook, once ``ready`` (the dashboard) is on screen (each
+    page load starts a kernel, so tests of a module share one)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60_000)
     try:
         page.goto(url, wait_until="domcontentloaded")
-        page.locator(".gatecell-dashboard").wait_for(state="visible", timeout=120_000)
+        page.locator(ready).first.wait_for(state="visible", timeout=120_000)
         yield page
     finally:
         context.close()

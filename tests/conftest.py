@@ -26,9 +26,9 @@ def local_gateway():
 @pytest.fixture(scope="session")
 def kernel_cells():
     """``kernel_cells(connection_file, *cells)``: run each cell in that kernel; per cell,
-    whether it ran ``ok``, its ``stdout``, ``stderr``, the ``text`` (``text/plain``) of its last
-    display and ``displays``
-    (the data and metadata of every display and result message)."""
+    whether it ran ``ok``, its ``stdout``, ``stderr``, the ``text`` (``text/plain``) of its
+    last display and its ``displays`` (the data and metadata of every display and result
+    message). gatecell's outputs are HTML and text, never Markdown a frontend would render."""
     from jupyter_client import BlockingKernelClient
 
     def run(connection_file: Any, *cells: str) -> list[dict[str, Any]]:

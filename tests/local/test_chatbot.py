@@ -57,3 +57,17 @@ def test_reasoning_effort_scales_reasoning_tokens():
     assert low.answer.text == high.answer.text == "2*21 = 42"
     assert 0 < low.reasoning_tokens < high.reasoning_tokens
     assert think([("user", "2*21")], "none").summary == ""
+
+
+def test_write_python_gets_a_stub_in_one_fenced_block_that_compiles():
+    from gatecell.notebook.markdown import code_blocks
+
+    text = answer([("user", 'Please write python to parse "a`b" dates, fast')]).text
+    assert text == answer([("user", 'Please write python to parse "a`b" dates, fast')]).text  # deterministic
+    [(lang, code)] = code_blocks(text)
+    assert lang == "python" and code.startswith("def parse_a_b_dates():")
+    compile(code, "<stub>", "exec")
+    assert "```" not in code  # the task's own backtick cannot close the fence
+    assert answer([("user", "rewrite python code for me")]).text.startswith(
+        ("You asked", "Your", "I received")
+    )

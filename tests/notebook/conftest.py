@@ -25,6 +25,7 @@ class FaultServer(ThreadingHTTPServer):
     mode = "error429"
     key = FAULT_KEY  # what its errors echo back, as some gateways do
     requests: list[tuple[str, str, dict[str, Any]]]
+    models: list[dict[str, Any]] = [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]
 
     @property
     def base_url(self) -> str:
@@ -50,9 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append(("GET", self.path, {}))
-        self._json(
-            200, {"object": "list", "data": [{"id": "fault-chat", "object": "model", "owned_by": "faults"}]}
-        )
+        self._json(200, {"object": "list", "data": self.server.models})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -113,6 +112,56 @@ def fault_server():
     yield server
     server.shutdown()
     server.server_close()
+
+
+class Recorder:
+    """An ASGI wrapper that keeps the body of every request its app answers, in order."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str, bytes]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        chunks: list[bytes] = []
+
+        async def receive_and_keep() -> Any:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            return message
+
+        try:
+            await self.app(scope, receive_and_keep, send)
+        finally:
+            self.requests.append((scope["method"], scope["path"], b"".join(chunks)))
+
+    def prompts(self) -> list[str]:
+        """The last user message of every conversation request, oldest first."""
+        found = []
+        for _, path, body in self.requests:
+            if path.endswith(("/chat/completions", "/responses")):
+                sent = json.loads(body)
+                messages = sent.get("messages") or [{"content": sent.get("input")}]
+                found.append(messages[-1]["content"])
+        return found
+
+
+@pytest.fixture(scope="session")
+def recording_gateway():
+    """A local gateway of its own that records what it is sent (``.recorder``): what left a
+    notebook is checked where it arrives."""
+    from types import SimpleNamespace
+
+    from gatecell.local.app import create_app
+    from gatecell.local.config import Config
+    from gatecell.local.embedded import run_in_thread
+
+    config = Config.create(pace=0)
+    recorder = Recorder(create_app(config))
+    base_url, stop = run_in_thread(recorder)
+    yield SimpleNamespace(base_url=base_url, api_key=config.api_keys[0], recorder=recorder)
+    stop()
 
 
 @pytest.fixture

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import queue
 import re
 import time
-from typing import Any
 
 import pytest
+from kernels import displays, execute, kernel_env, stream_text
 
 from gatecell.connect import NOTICE
 
 WORDS = 20_000
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
-    env.update(extra)
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +22,7 @@ def kernel(tmp_path_factory):
 
     km = KernelManager(kernel_name="python3")
     km.start_kernel(
-        env=_env(GATECELL_LOCAL_PACE="0", GATECELL_LOCAL_JOB_SECONDS="0.5"),
+        env=kernel_env(GATECELL_LOCAL_PACE="0", GATECELL_LOCAL_JOB_SECONDS="0.5"),
         cwd=str(tmp_path_factory.mktemp("kernel")),
     )
     kc = km.client()
@@ -40,41 +32,6 @@ def kernel(tmp_path_factory):
     yield km, kc
     kc.stop_channels()
     km.shutdown_kernel(now=True)
-
-
-def execute(kc: Any, code: str, *, timeout: float = 60, on_message: Any = None) -> tuple[dict, list[dict]]:
-    """Run ``code``; return the execute reply and every iopub message of it."""
-    msg_id = kc.execute(code)
-    messages: list[dict] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            raise AssertionError(
-                f"no idle within {timeout} s; got {[m['msg_type'] for m in messages]}"
-            ) from None
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        messages.append(msg)
-        if on_message is not None:
-            on_message(msg)
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=timeout)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = kc.get_shell_msg(timeout=timeout)
-    return reply, messages
-
-
-def stream_text(messages: list[dict], name: str) -> str:
-    return "".join(
-        m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name
-    )
-
-
-def displays(messages: list[dict]) -> list[dict]:
-    return [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
 
 
 def test_long_fast_stream_sends_few_display_messages(kernel):
@@ -160,7 +117,7 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     fault_server.mode = "error429"
-    for name, value in _env(GATECELL_BASE_URL=local_gateway.base_url, GATECELL_API_KEY=key).items():
+    for name, value in kernel_env(GATECELL_BASE_URL=local_gateway.base_url, GATECELL_API_KEY=key).items():
         monkeypatch.setenv(name, value)
     NotebookClient(
         nb,

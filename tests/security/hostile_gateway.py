@@ -100,6 +100,8 @@ CELLS = [
     "%video -m hostile-video a clip",
     "%music a tune",
     "%chat -m hostile-error hi",
+    "%gatecell explain --show-prompt",  # the error's message goes into a prompt, shown
+    "%%chat --cells 3 --show-prompt --code\nshow me",  # the replies above, and code out of this one
 ]
 
 PNG = base64.b64decode(
@@ -113,9 +115,9 @@ JUNK = b"\x13\x37 not a signature anyone knows " * 40
 MODELS = [
     {"id": "hostile-chat", "object": "model", "owned_by": OWNER},
     {"id": "hostile-error", "object": "model", "owned_by": "x"},
-    {"id": "hostile-image", "object": "model", "owned_by": "x"},
+    {"id": "hostile-image", "object": "model", "owned_by": "x", "sizes": [img("size"), "64x64"]},
     {"id": "hostile-unrecognised", "object": "model", "owned_by": "x"},
-    {"id": "hostile-tts", "object": "model", "owned_by": "x"},
+    {"id": "hostile-tts", "object": "model", "owned_by": "x", "voices": [{"id": img("voice")}, "alloy"]},
     {"id": "hostile-video", "object": "model", "owned_by": "x"},
     {
         "id": MODEL_ID,

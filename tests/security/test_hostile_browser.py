@@ -18,7 +18,7 @@ from pathlib import Path
 
 import hostile_gateway as evil
 import pytest
-from browsers import clean_env, dashboard_page, free_port, serve, voila
+from browsers import clean_env, dashboard_page, free_port, serve, voila, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -141,17 +141,9 @@ def test_jupyterlab_runs_no_script_from_a_hostile_gateway(browser, lab):
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory, hostile, browser):
     """Voila serving a dashboard whose gateway is the hostile one, next to a control widget."""
-    import nbformat
-
     home = tmp_path_factory.mktemp("voila-hostile")
-    notebook = home / "hostile-dashboard.ipynb"
-    cells = [
-        f"import ipywidgets\nipywidgets.HTML({CONTROL!r})",
-        "import gatecell\ngatecell.dashboard()",
-    ]
-    nbformat.write(
-        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), str(notebook)
-    )
+    cells = [f"import ipywidgets\nipywidgets.HTML({CONTROL!r})", "import gatecell\ngatecell.dashboard()"]
+    notebook = write_notebook(home / "hostile-dashboard.ipynb", cells)
     port = free_port()
     env = clean_env(home, GATECELL_BASE_URL=hostile.base_url, GATECELL_API_KEY=evil.KEY)
     with serve(voila(notebook, port), port, env, home / "voila.log", cwd=home):
@@ -212,3 +204,51 @@ def test_panels_run_no_script_from_a_hostile_gateway(dashboard):
     assert page.evaluate("() => window.__pwned || null") is None
     assert page.locator(".gatecell-dashboard").evaluate(SCAN) == []
     assert "<script>window.__pwned" in chat.inner_text()  # the raw HTML is there, as text
+
+
+# -- a panel sharing the conversation of the magics, in Voila --------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory, hostile, browser):
+    """Voila running magics against the hostile gateway (a reply, an error and its explanation,
+    shown with the prompt sent), then a chat panel sharing their conversation."""
+    home = tmp_path_factory.mktemp("voila-shared-hostile")
+    cells = [
+        f"import ipywidgets\nipywidgets.HTML({CONTROL!r})",
+        "%load_ext gatecell",
+        "%%chat --show-prompt\nshow me",
+        # Voila stops at a failing cell: this one fails and is shown as IPython shows gatecell's errors
+        "import sys\ntry:\n    %chat -m hostile-error hi\n"
+        "except Exception:\n    get_ipython().CustomTB(*sys.exc_info())",
+        "%gatecell explain --show-prompt",
+        "from gatecell.notebook.widgets import ChatPanel\n"
+        "ChatPanel(conversation='default', model='hostile-chat').add_class('shared-panel')",
+    ]
+    notebook = write_notebook(home / "shared-hostile.ipynb", cells)
+    port = free_port()
+    env = clean_env(home, GATECELL_BASE_URL=hostile.base_url, GATECELL_API_KEY=evil.KEY)
+    with serve(voila(notebook, port), port, env, home / "voila.log", cwd=home):
+        with dashboard_page(browser, f"http://127.0.0.1:{port}/", ready=".shared-panel") as page:
+            yield page
+
+
+def test_a_panel_sharing_the_magics_conversation_runs_no_script(shared):
+    page = shared
+    panel = page.locator(".shared-panel")
+    kept = panel.locator(".gatecell-assistant")
+    assert kept.count() == 2  # the reply and the explanation, from the cells
+    assert kept.first.locator("h1").inner_text() == evil.CONTROL_HEADING
+    panel.locator(".gatecell-prompt textarea").fill("again")
+    panel.locator("button.gatecell-send").click()
+    panel.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    assert kept.count() == 3 and kept.last.locator("table td").count() == 2
+    outputs = page.locator(".jp-OutputArea-output")
+    assert outputs.filter(has_text="prompt sent").count() == 2  # the cells showed what they sent
+    assert "<script>window.__pwned" in panel.inner_text()  # the raw HTML is there, as text
+
+    page.wait_for_function("() => window.__control === 1")  # innerHTML'd handlers do run here
+    page.wait_for_function(SETTLED, arg=".shared-panel")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("() => window.__pwned || null") is None
+    assert [bad for bad in outputs.evaluate_all(f"roots => roots.map({SCAN})") if bad] == []

@@ -27,7 +27,17 @@ def test_every_magic_output_is_inert(run, victim):
             assert "text/markdown" not in data, (cell, data)
             if "text/html" in data:
                 assert_inert(data["text/html"])
-    assert len(victim.session.memory.get().turns) == 8  # four chats really ran
+    assert len(victim.session.memory.get().turns) == 12  # six chats really ran
+
+
+def test_a_hostile_error_explained_shows_its_prompt_as_text(run, victim):
+    run("%chat -m hostile-error hi")
+    result, captured = run("%gatecell explain --show-prompt")
+    assert result.success, result.error_in_exec
+    prompt = shown(captured)[0]
+    assert "&lt;script&gt;window.__pwned" in prompt["text/html"] and "<script" not in prompt["text/html"]
+    assert_inert(prompt["text/html"])
+    assert evil.ERROR in prompt["text/plain"]  # the message went as it came, in a code block
 
 
 def test_a_hostile_reply_keeps_its_form_and_shows_its_html_as_text(run):

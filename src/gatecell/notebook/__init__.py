@@ -1,11 +1,11 @@
 """The notebook layer: ``%load_ext gatecell`` registers the magics.
 
 Loading is cheap on purpose: nothing here imports the client, ipywidgets or the local
-gateway; the first magic that needs them does. Loading also installs two things in the
-shell: a handler that prints gatecell's errors (from a magic or from any code) as one
-line instead of a traceback, a hook that settles the values magics return (see
-`values`), and two input transformers (`_keep_questions`, `_empty_cells`). Unloading
-removes them all.
+gateway; the first magic that needs them does. Loading also installs these in the shell:
+a handler that prints gatecell's errors (from a magic or from any code) as one line
+instead of a traceback, and keeps them as the session's last error as IPython does for the
+others; a hook that settles the values magics return (see `values`); and two input
+transformers (`_keep_questions`, `_empty_cells`). Unloading removes them all.
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ def _show_error(shell: Any, etype: type, value: BaseException, tb: Any, tb_offse
     if debug:
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
         return
+    # the last error, as showtraceback records it for every other one (%gatecell explain, %debug)
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = value
     sys.stderr.write(error_line(value) + "\n")
     sys.stderr.flush()
 
@@ -73,7 +77,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
     config = Gatecell(parent=ipython)
     ipython.configurables.append(config)
-    magics = GatecellMagics(ipython, NotebookSession(config))
+    session = NotebookSession(config)
+    own = _OWN_SESSIONS.pop(id(ipython), None)
+    if own is not None:  # a panel made before loading shares its conversations with the magics
+        session.memory = own.memory
+    magics = GatecellMagics(ipython, session)
     ipython.register_magics(magics)
     previous = (ipython.custom_exceptions, getattr(ipython, "CustomTB", None))
     ipython.set_custom_exc((GatecellError, Interrupted), _show_error)

@@ -40,6 +40,8 @@ ENV: dict[str, tuple[str, Any]] = {
     "video_embed_limit": ("GATECELL_VIDEO_EMBED_LIMIT", 20_000_000),
     "media_dir": ("GATECELL_MEDIA_DIR", "gatecell-media"),
     "job_timeout": ("GATECELL_JOB_TIMEOUT", 600.0),
+    "context_rows": ("GATECELL_CONTEXT_ROWS", 5),
+    "context_chars": ("GATECELL_CONTEXT_CHARS", 4000),
 }
 
 
@@ -86,6 +88,12 @@ class Gatecell(Configurable):
     ).tag(config=True)
     media_dir = Unicode(help="Folder for media too large to embed.").tag(config=True)
     job_timeout = Float(help="Seconds a job-style magic waits before giving up.").tag(config=True)
+    context_rows = Int(
+        min=1, help="Rows of a DataFrame (and edge items of an array) that {name} puts in a prompt."
+    ).tag(config=True)
+    context_chars = Int(
+        min=100, help="Characters at most of one value, cell or error put in a prompt; the rest is counted."
+    ).tag(config=True)
 
     # every default reads its environment variable when first needed (not at import)
     for _name in ENV:

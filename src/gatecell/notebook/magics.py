@@ -36,11 +36,14 @@ class Interrupted(KeyboardInterrupt):
 SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
     "chat": (
         "Chat with a model; the reply streams in as Markdown and joins the conversation.",
-        ("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream", "api"),
+        (
+            *("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream"),
+            *("api", "cells", "error", "code", "show_prompt"),
+        ),
     ),
     "reason": (
         "Ask a reasoning model through /v1/responses (no conversation memory).",
-        ("model", "effort", "max_tokens", "no_stream"),
+        ("model", "effort", "max_tokens", "no_stream", "cells", "error", "code", "show_prompt"),
     ),
     "image": (
         "Generate an image (/v1/images/generations); it is embedded in the output.",
@@ -71,7 +74,10 @@ HELP = """gatecell magics (each takes --help):
   %%imagine  job-style image generation  %%video   video generation (a job)
   %%music    job-style music (--style)
   Line forms work too: %chat what is 2+2?
-%gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | job ID [--kind K] | help
+  Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
+  --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
+%gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | job ID [--kind K]
+          | explain [--code] | help
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
 The API key is never typed on a magic line: use %gatecell key or GATECELL_API_KEY."""
 
@@ -105,6 +111,13 @@ def _gatecell_parser() -> MagicParser:
     for opt in ("save", "autoplay", "out", "footer", "debug"):
         flags, kw = OPTIONS[opt]
         job.add_argument(*flags, dest=opt, **kw)
+    explain = sub.add_parser(
+        "explain", help="explain the last error and suggest a fix (joins the conversation: %%chat --error)"
+    )
+    options = ("model", "conversation", "cells", "code", "show_prompt", "no_stream", "out", "footer", "debug")
+    for opt in options:
+        flags, kw = OPTIONS[opt]
+        explain.add_argument(*flags, dest=opt, **kw)
     sub.add_parser("help", help="overview of the magics")
     return p
 
@@ -156,12 +169,13 @@ class GatecellMagics(Magics):
             return None
         if ns.out is not None and not ns.out.isidentifier():
             raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
-        if not prompt.strip():
+        if not prompt.strip() and not getattr(ns, "error", False):
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
         if not ns.no_interpolate:
             from .template import interpolate
 
-            prompt = interpolate(prompt, self.namespace)
+            rows, chars = self.defaults.context_rows, self.defaults.context_chars
+            prompt = interpolate(prompt, self.namespace, rows=rows, chars=chars)
         ns.footer = ns.footer or self.defaults.footer
         return self._guard(ns, lambda: handler(ns, prompt.strip()))
 
@@ -207,6 +221,9 @@ class GatecellMagics(Magics):
     # -- conversation --------------------------------------------------------------------
 
     def _chat(self, ns: argparse.Namespace, prompt: str) -> Any:
+        prompt = self._context(ns, prompt)
+        if not prompt:
+            return None
         memory = self.session.memory
         if ns.new:
             memory.reset(ns.conversation)
@@ -222,11 +239,34 @@ class GatecellMagics(Magics):
             )
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
+        prompt = self._context(ns, prompt)
+        if not prompt:
+            return None
         model = ns.model or self.defaults.reasoning_model
         with self._serving(ns, model, "reasoning_model"):
             return self._converse(
                 ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort
             )
+
+    def _context(self, ns: argparse.Namespace, prompt: str) -> str:
+        """The prompt with what ``--cells`` and ``--error`` ask for ahead of it, redacted.
+        Empty when ``--error`` finds no error: that is said in one line, and nothing is sent."""
+        cells, error = getattr(ns, "cells", None), getattr(ns, "error", False)
+        if not cells and not error:
+            return prompt
+        from .context import EXPLAIN, last_error, recent_cells, redact
+
+        rows, chars = self.defaults.context_rows, self.defaults.context_chars
+        parts = [recent_cells(self.shell, cells, rows=rows, chars=chars)] if cells else []
+        if error:
+            found = last_error(self.shell, chars=chars)
+            if found is None:
+                print("no error to explain yet: run the cell that fails first (nothing was sent)")
+                return ""
+            parts.append(found)
+        context = redact("\n\n".join(p for p in parts if p), self.session.gateway.api_key)
+        question = prompt or EXPLAIN
+        return f"{context}\n\n---\n\n{question}" if context else question
 
     def _converse(
         self,
@@ -240,10 +280,16 @@ class GatecellMagics(Magics):
         effort: str | None = None,
     ) -> Any:
         from gatecell.wire.errors import StreamError
+        from gatecell.wire.secret import redact
 
-        from .display import LiveMarkdown, provenance, rich_output
+        from .display import LiveMarkdown, provenance, rich_output, show_markdown
         from .values import Text
 
+        sent = redact(prompt, self.session.gateway.api_key)  # what left the notebook, as shown and kept
+        if getattr(ns, "show_prompt", False):
+            from .markdown import fence
+
+            show_markdown(f"*prompt sent ({len(prompt):,} characters):*\n\n{fence(sent, 'text')}")
         stream = not ns.no_stream
         result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
@@ -265,7 +311,7 @@ class GatecellMagics(Magics):
                 getattr(result, "usage", None),
             )
         meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
-        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage)
+        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage, prompt=sent)
         note = None
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
@@ -280,7 +326,28 @@ class GatecellMagics(Magics):
         if error is not None:
             self._store(ns, value)
             raise error
+        if getattr(ns, "code", False):
+            self._next_cell(text)
         return value
+
+    def _next_cell(self, reply: str) -> None:
+        """The reply's code blocks, in order, into a new cell below (never run, never replacing
+        the cell that asked); with several, each is headed by a comment naming its language."""
+        from .markdown import code_blocks
+
+        blocks = code_blocks(reply)
+        if not blocks:
+            print("the reply has no code block: no cell added")
+            return
+        if len(blocks) == 1:
+            source = blocks[0][1]
+        else:
+            source = "\n\n".join(
+                f"# [{i}/{len(blocks)}] {lang or 'no language given'}\n{code}"
+                for i, (lang, code) in enumerate(blocks, 1)
+            )
+        assert self.shell is not None
+        self.shell.set_next_input(source, replace=False)
 
     # -- media ---------------------------------------------------------------------------
 
@@ -415,6 +482,13 @@ class GatecellMagics(Magics):
 
     def _cmd_help(self, ns: argparse.Namespace) -> None:
         print(HELP)
+
+    def _cmd_explain(self, ns: argparse.Namespace) -> Any:
+        """``%%chat --error`` with its default question: the chat's options, defaulted."""
+        chat = parser("chat").parse_args([])
+        vars(chat).update(vars(ns), error=True)
+        chat.footer = chat.footer or self.defaults.footer
+        return self._guard(chat, lambda: self._chat(chat, ""))
 
     def _cmd_models(self, ns: argparse.Namespace) -> None:
         from .display import show_markdown, show_table

@@ -28,7 +28,7 @@ import html
 import re
 from typing import Any
 
-__all__ = ["to_html", "escape", "fence", "link_allowed", "stylesheet", "SCHEMES"]
+__all__ = ["to_html", "escape", "fence", "tokens", "code_blocks", "link_allowed", "stylesheet", "SCHEMES"]
 
 SCHEMES = frozenset({"http", "https", "mailto"})
 """The only URL schemes a link may have."""
@@ -76,6 +76,22 @@ def fence(body: str, lang: str = "") -> str:
     """``body`` as a fenced code block that nothing in it can close."""
     ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", body)), default=0))
     return f"{ticks}{lang}\n{body}\n{ticks}"
+
+
+def tokens(text: str) -> list[Any]:
+    """markdown-it's block token stream of ``text``, parsed as `to_html` parses it: where a
+    fence or a code span starts and ends is the renderer's word, never a regex's."""
+    return list(_tools()[0].parse(text))
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """The fenced code blocks of ``text`` in order, as (language, code): the language is the
+    first word of the fence's info string ("" when none), the code without its last newline."""
+    return [
+        (t.info.split()[0] if t.info.strip() else "", t.content.removesuffix("\n"))
+        for t in tokens(text)
+        if t.type == "fence"
+    ]
 
 
 # -- the tools, made once -------------------------------------------------------------

@@ -41,9 +41,12 @@ class Conversation:
 
     def add(
         self, prompt: str, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None
-    ) -> None:
-        self.turns.append(Turn("user", prompt))
-        self.turns.append(Turn("assistant", reply, partial=partial, prov=prov or {}))
+    ) -> tuple[Turn, Turn]:
+        """Add a question and its reply at once (a panel's thread and a cell may share the
+        conversation: the two turns stay together); return them."""
+        turns = (Turn("user", prompt), Turn("assistant", reply, partial=partial, prov=prov or {}))
+        self.turns.extend(turns)
+        return turns
 
     def markdown(self) -> str:
         """The conversation as Markdown, for ``%gatecell history``: each turn's text quoted

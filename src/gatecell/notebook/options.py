@@ -81,6 +81,30 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--no-interpolate",),
         {"action": "store_true", "help": "do not fill {name} from the notebook's variables"},
     ),
+    "cells": (
+        ("--cells",),
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "put the last N cells (source, what they printed, error, Out value) ahead of the prompt",
+        },
+    ),
+    "error": (
+        ("--error",),
+        {
+            "action": "store_true",
+            "help": "put the last error (its cell and trimmed traceback) ahead of the prompt; "
+            "with no prompt, ask for an explanation and a fix",
+        },
+    ),
+    "code": (
+        ("--code",),
+        {"action": "store_true", "help": "put the reply's code blocks in a new cell below (never run)"},
+    ),
+    "show_prompt": (
+        ("--show-prompt",),
+        {"action": "store_true", "help": "show the prompt as sent, with everything filled in"},
+    ),
 }
 
 COMMON = ("out", "footer", "debug", "no_interpolate")
@@ -171,6 +195,8 @@ def check_ranges(ns: argparse.Namespace) -> None:
             raise UsageError(f"{field.replace('_', '-')} must be between {lo:g} and {hi:g}, got {value:g}")
     if getattr(ns, "max_tokens", None) is not None and ns.max_tokens < 1:
         raise UsageError(f"max-tokens must be at least 1, got {ns.max_tokens}")
+    if getattr(ns, "cells", None) is not None and ns.cells < 1:
+        raise UsageError(f"cells must be at least 1, got {ns.cells}")
     size = getattr(ns, "size", None)
     if size is not None and not SIZE.fullmatch(size):
         raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {size!r}")

@@ -1,13 +1,24 @@
 """``{name}`` in a prompt, filled from the notebook's variables.
 
 Only fields that look like Python names are filled (``{name}``, ``{obj.attr}``,
-``{items[0]}``, with an optional ``!r`` and ``:spec``); other braces, such as JSON in a
-prompt, stay as written. ``{{`` and ``}}`` write a literal brace. A name that is not
-defined is an error, never a silent blank.
+``{items[0]}``, ``{In[3]}``, ``{Out[3]}``, ``{_}``, with an optional ``!r`` and ``:spec``);
+other braces, such as JSON in a prompt, stay as written. ``{{`` and ``}}`` write a literal
+brace. A name that is not defined is an error, never a silent blank.
+
+Code stays code: nothing inside a fenced code block or an inline code span is touched, so
+pasted code with f-strings or dict literals goes as written (where code starts and ends is
+markdown-it's word, as for rendering).
+
+A field with neither conversion nor spec is filled with the value summarised for a model
+(see `summary`: a DataFrame as its shape, dtypes and first rows, every value within a cap);
+``!r``, ``!s`` or a spec format it as Python would, within the same cap. ``{In[3]}`` is a
+cell's source, so it goes in as a fenced Python block. A summary of several lines is put on
+lines of its own, so a table stays a table.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import string
 from collections.abc import Mapping
@@ -15,7 +26,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-__all__ = ["interpolate"]
+from .summary import CHARS, ROWS, clip, summarize
+
+__all__ = ["interpolate", "code_ranges"]
 
 _FIELD = re.compile(
     r"\{\{|\}\}"
@@ -25,25 +38,114 @@ _FIELD = re.compile(
 _FORMATTER = string.Formatter()
 
 
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """Fill ``{name}`` fields of ``text`` from ``namespace``; a missing name is a one-line `UsageError`."""
-
-    def fill(match: re.Match[str]) -> str:
+def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, chars: int = CHARS) -> str:
+    """Fill ``{name}`` fields of ``text`` from ``namespace``, outside code; a missing name or a
+    value that cannot be shown is a one-line `UsageError`."""
+    code = code_ranges(text)
+    starts = [start for start, _ in code]
+    out: list[str] = []
+    pos = 0
+    for match in _FIELD.finditer(text):
+        i = bisect.bisect_right(starts, match.start()) - 1
+        if (i >= 0 and match.start() < code[i][1]) or (i + 1 < len(code) and code[i + 1][0] < match.end()):
+            continue  # in code, or reaching into it: as written
+        out.append(text[pos : match.start()])
         token = match.group(0)
-        if token in ("{{", "}}"):
-            return token[0]
-        field = match.group("field")
-        try:
-            value, _ = _FORMATTER.get_field(field, (), namespace)
-        except KeyError:
-            name = re.match(r"\w+", field).group(0)  # type: ignore[union-attr]
-            raise UsageError(
-                f"{{{field}}} in the prompt: no variable {name!r} in the notebook "
-                "(write {{ and }} for literal braces, or pass --no-interpolate)"
-            ) from None
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise UsageError(f"{{{field}}} in the prompt: {exc}") from None
-        value = _FORMATTER.convert_field(value, match.group("conv"))
-        return _FORMATTER.format_field(value, match.group("spec") or "")
+        out.append(token[0] if token in ("{{", "}}") else _fill(match, text, namespace, rows, chars))
+        pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
 
-    return _FIELD.sub(fill, text)
+
+def _fill(match: re.Match[str], text: str, namespace: Mapping[str, Any], rows: int, chars: int) -> str:
+    field = match.group("field")
+    name = re.match(r"\w+", field).group(0)  # type: ignore[union-attr]
+    if name not in namespace:
+        raise UsageError(
+            f"{{{field}}} in the prompt: no variable {name!r} in the notebook "
+            "(write {{ and }} for literal braces, or pass --no-interpolate)"
+        )
+    try:
+        value, _ = _FORMATTER.get_field(field, (), namespace)
+    except KeyError as exc:
+        hint = " (Out keeps the value of each cell that showed one)" if name == "Out" else ""
+        raise UsageError(f"{{{field}}} in the prompt: {name} has no item {exc.args[0]!r}{hint}") from None
+    except IndexError as exc:
+        hint = f" (In holds cells 1 to {len(namespace['In']) - 1})" if name == "In" else ""
+        raise UsageError(f"{{{field}}} in the prompt: {exc}{hint}") from None
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise UsageError(f"{{{field}}} in the prompt: {exc}") from None
+    conv, spec = match.group("conv"), match.group("spec")
+    try:
+        if conv or spec:
+            filled = clip(_FORMATTER.format_field(_FORMATTER.convert_field(value, conv), spec or ""), chars)
+        elif name == "In" and isinstance(value, str):
+            from .markdown import fence
+
+            filled = fence(clip(value.rstrip("\n"), chars), "python")
+        else:
+            filled = summarize(value, rows=rows, chars=chars)
+    except Exception as exc:  # the value's own formatting failed: say so, send nothing
+        why = f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{{{field}}} in the prompt: cannot show its value: {why}") from None
+    if "\n" not in filled:
+        return filled
+    before = text[: match.start()].rpartition("\n")[2]
+    after = text[match.end() :].partition("\n")[0]
+    return ("\n\n" if before.strip() else "") + filled + ("\n\n" if after.strip() else "")
+
+
+def code_ranges(text: str) -> list[tuple[int, int]]:
+    """Sorted (start, end) character ranges of the fenced code blocks and inline code spans of
+    ``text``, as markdown-it parses it."""
+    if "`" not in text and "~" not in text:
+        return []
+    from .markdown import tokens
+
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+
+    def span(lines: list[int]) -> tuple[int, int]:
+        first, last = lines
+        return offsets[min(first, len(offsets) - 1)], offsets[min(last, len(offsets) - 1)]
+
+    ranges: list[tuple[int, int]] = []
+    inline: set[tuple[int, int]] = set()
+    for token in tokens(text):
+        if token.map is None:
+            continue
+        if token.type == "fence":
+            ranges.append(span(token.map))
+        elif token.type == "inline" and "`" in token.content:
+            inline.add(span(token.map))
+    for start, end in sorted(inline):
+        ranges += [(start + a, start + b) for a, b in _code_spans(text[start:end])]
+    return sorted(ranges)
+
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Code spans of one block of inline text (CommonMark 6.1): a run of backticks opens one,
+    the next run of the same length closes it; a run that nothing closes is literal, and a
+    backslash before a run escapes its first backtick."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    spans = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        before = start
+        while before and text[before - 1] == "\\":
+            before -= 1
+        if (start - before) % 2:
+            start += 1
+        length = end - start
+        close = next((j for j in range(i + 1, len(runs)) if runs[j][1] - runs[j][0] == length), None)
+        if length == 0 or close is None:
+            i += 1
+            continue
+        spans.append((start, runs[close][1]))
+        i = close + 1
+    return spans

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -178,12 +177,21 @@ def test_updates_are_coalesced_but_the_final_text_is_complete(gw):
 
 def test_sampling_settings_reach_the_request(gw):
     panel = ChatPanel(gw, model="local-chat")
-    panel.temperature.value, panel.top_p.value, panel.max_tokens.value = 0.5, 0.9, 3
+    assert panel.max_tokens.value == "" and panel.max_tokens.placeholder == "no limit"
+    panel.temperature.value, panel.top_p.value, panel.max_tokens.value = 0.5, 0.9, "3"
     panel.ask("count to 20")
     panel.wait(30)
     request = panel.reply.request
     assert (request["temperature"], request["top_p"], request["max_tokens"]) == (0.5, 0.9, 3)
     assert panel.messages[-1]["content"] == "1, 2, 3,"  # max_tokens cut the reply
+    panel.max_tokens.value = "lots"
+    asked = panel.reply
+    assert panel.ask("count to 5") is None and panel.reply is asked  # refused before sending
+    assert panel.error == "max tokens must be a whole number (empty: no limit), not 'lots'"
+    panel.max_tokens.value = "0"  # as good as empty
+    panel.ask("count to 5")
+    panel.wait(30)
+    assert "max_tokens" not in panel.reply.request and panel.messages[-1]["content"] == "1, 2, 3, 4, 5."
 
 
 def test_models_that_do_not_say_their_endpoints_are_offered_everywhere():
@@ -214,12 +222,3 @@ def test_a_panel_opens_and_says_why_when_models_cannot_be_listed():
     assert panel.error.startswith("could not list models:")
     panel.ask("hello")
     assert panel.error == "no model to ask: the gateway listed no chat model"
-
-
-def test_an_async_gateway_is_refused_with_a_clear_error(local_gateway):
-    from gatecell import AsyncGateway
-
-    agw = AsyncGateway(base_url=local_gateway.base_url, api_key=local_gateway.api_key)
-    with pytest.raises(TypeError, match="not an AsyncGateway"):
-        ChatPanel(agw)
-    asyncio.run(agw.aclose())

@@ -2,9 +2,10 @@
 
 It exists so that every conversation path works with no key and no network. Its replies are
 a pure function of the conversation (same input, same bytes), readable, and honest about what
-it is: it answers simple arithmetic, counting and "say X" requests, remembers a name told
-earlier in the conversation, follows a few system-prompt styles (uppercase, brief, JSON,
-pirate), and otherwise describes what it received.
+it is: it answers simple arithmetic, counting and "say X" requests, answers "write python
+..." with a stub in a fenced code block, remembers a name told earlier in the conversation,
+follows a few system-prompt styles (uppercase, brief, JSON, pirate), and otherwise describes
+what it received.
 
 Its cost is linear in the conversation, whatever the text: every pattern is written so that
 the regex engine never backtracks over a long run (tests/security/test_stall.py grows
@@ -116,7 +117,7 @@ def compose(turns: list[Turn], system: str | None) -> str:
 def _respond(question: str, history: list[Turn], system: str) -> str:
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
-    for rule in (_arithmetic, _count, _echo, _name, _canned):
+    for rule in (_code, _arithmetic, _count, _echo, _name, _canned):
         reply = rule(question, history)
         if reply:
             return reply
@@ -230,6 +231,28 @@ def _echo(question: str, history: list[Turn]) -> str | None:
     if len(said) >= 2 and said[0] == said[-1] and said[0] in "\"'`“":
         said = said[1:-1]
     return said.strip() or None
+
+
+_WRITE = re.compile(
+    r"^\s*(?:please\s+)?write\s+(?:some\s+|a\s+)?python\b(?:\s+(?:code|function))?\s*(.*)$", re.I | re.S
+)
+
+
+def _code(question: str, history: list[Turn]) -> str | None:
+    """``write python to add two numbers``: a function stub named after the task, in a fence."""
+    match = _WRITE.match(question)
+    if not match:
+        return None
+    task = re.sub(r"^(?:that|to|which|for)\s+", "", " ".join(match.group(1).split()), flags=re.I).rstrip(".")
+    words = re.findall(r"[a-z0-9]+", task.lower())[:4]
+    name = "_".join(words) or "task"
+    name = f"task_{name}" if name[0].isdigit() else name
+    doc = re.sub(r"[\\\"`]", "'", task[:1].upper() + task[1:] + "." if task else "The task.")
+    return (
+        "A stub to start from (local-chat writes stubs, not solutions):\n\n"
+        f'```python\ndef {name}():\n    """{doc}"""\n'
+        "    raise NotImplementedError  # ask a real model for the body\n```"
+    )
 
 
 _NAME = re.compile(r"\bmy name is ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)", re.I)

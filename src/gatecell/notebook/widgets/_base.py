@@ -3,7 +3,8 @@
 Panels hold the gateway as a plain Python attribute, never as a trait: traits are synced to
 the browser and saved with the notebook's widget state, and the gateway carries the key.
 Requests run in daemon threads so that a click never blocks the kernel; widget values set
-from those threads reach the frontend through the kernel's thread-safe iopub channel.
+from those threads reach the frontend through the kernel's thread-safe iopub channel. An
+`AsyncGateway` is driven through `SyncGateway`, on a loop of its own.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = [
     "ENDPOINTS",
@@ -24,6 +25,7 @@ __all__ = [
     "error_line",
     "latency_text",
     "list_models",
+    "listed_values",
     "button",
     "media_widget",
     "model_ids",
@@ -42,8 +44,9 @@ ENDPOINTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def resolve_gateway(gateway: Gateway | None) -> Gateway:
-    """The given gateway, else the notebook's one (settings, or the embedded local gateway)."""
+def resolve_gateway(gateway: Gateway | AsyncGateway | None) -> Gateway:
+    """The given gateway, else the notebook's one (settings, or the embedded local gateway).
+    An `AsyncGateway` is run on a loop of the panel's own (see `SyncGateway`)."""
     if gateway is None:
         from gatecell.notebook import session_for
 
@@ -51,7 +54,9 @@ def resolve_gateway(gateway: Gateway | None) -> Gateway:
     from gatecell.wire.client import AsyncGateway
 
     if isinstance(gateway, AsyncGateway):
-        raise TypeError("panels run requests in threads: give them a Gateway, not an AsyncGateway")
+        from ._bridge import SyncGateway
+
+        return cast("Gateway", SyncGateway(gateway))  # it answers every method of a Gateway, alike
     return gateway
 
 
@@ -76,6 +81,19 @@ def model_ids(models: Iterable[Any], kind: str) -> list[str]:
         if not endpoints or any(w in e for e in endpoints for w in wanted):
             ids.append(model.id)
     return ids
+
+
+def listed_values(models: Iterable[Any], model: str | None, keys: Sequence[str]) -> list[str]:
+    """The values of a setting (voices, sizes) the gateway lists for ``model`` in its
+    /v1/models entry under one of ``keys``: strings, or objects naming one by ``id`` or
+    ``name``. SPEC does not show such lists, so none is needed; what a gateway lists is
+    offered as text, never markup."""
+    entry = next((getattr(m, "raw", None) for m in models if getattr(m, "id", None) == model), None)
+    if not isinstance(entry, dict):
+        return []
+    found: list[Any] = next((entry[k] for k in keys if isinstance(entry.get(k), list)), [])
+    values = [v.get("id") or v.get("name") if isinstance(v, dict) else v for v in found]
+    return list(dict.fromkeys(v for v in values if isinstance(v, str) and v.strip() and len(v) <= 100))
 
 
 def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
@@ -186,7 +204,7 @@ class Panel(widgets.VBox):
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         model: str | None = None,
@@ -200,10 +218,22 @@ class Panel(widgets.VBox):
         problem = None
         if models is None:
             models, problem = list_models(self.gateway)
+        self.models = list(models)
+        """The gateway's model entries, as listed when the panel was made."""
         self.model = _dropdown(model_ids(models, self.kind), model, "Model").add_class("gatecell-model")
         if problem:
             self.show_error(problem)
         self._thread: threading.Thread | None = None
+
+    def offer(self, field: widgets.Combobox, keys: Sequence[str], common: Sequence[str]) -> None:
+        """Offer in ``field`` the values the gateway lists for the chosen model under one of
+        ``keys`` (see `listed_values`), else ``common`` ones; any text goes either way."""
+
+        def update(_: Any = None) -> None:
+            field.options = tuple(listed_values(self.models, self.model.value, keys) or common)
+
+        self.model.observe(update, "value")
+        update()
 
     def in_background(self, work: Callable[[], None], button: widgets.Button, busy: str) -> None:
         """Run `work` in a thread with `button` disabled meanwhile; an error becomes the status."""

@@ -1,8 +1,14 @@
 """The chat panel: a multi-turn conversation that streams into the notebook without blocking it.
 
-A turn that produced no text (stopped at once, or failed) is taken back whole: its prompt
-returns to the input box and the conversation stays as it was, so the next Send never
-sends two user messages in a row. A turn with text keeps it, marked when partial.
+The conversation is a `Conversation` of the notebook's memory when the panel is given a
+name (``ChatPanel(conversation="default")``): then the panel and the ``%%chat`` cells read
+and write the same turns, and the transcript shows what the magics added, after each cell.
+Otherwise the panel keeps a conversation of its own. The System box is the conversation's
+system prompt.
+
+A turn joins the conversation when its reply is in, as with the magics: a turn that produced
+no text (stopped at once, or failed) is taken back whole, its prompt returned to the input
+box; a turn with text keeps it, marked when partial.
 
 Replies render as Markdown (headings, lists, tables, highlighted code) through the same
 sanitising renderer as the magics, live as they stream; what the user typed stays plain
@@ -12,26 +18,28 @@ text. The transcript follows a streaming reply unless the user has scrolled up.
 from __future__ import annotations
 
 import html
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from gatecell.notebook.memory import Conversation, Turn
 from gatecell.wire.schemas import RANGES
 
 from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
-__all__ = ["ChatPanel", "sampling_controls"]
+__all__ = ["ChatPanel", "sampling_controls", "sampling"]
 
 _ROLES = ("system", "user", "assistant")
 
 
 def sampling_controls(max_tokens: int | None = None) -> tuple[widgets.Widget, ...]:
-    """Temperature and top_p sliders over SPEC 8's ranges, and max tokens (0: the default)."""
+    """Temperature and top_p sliders over SPEC 8's ranges, and max tokens (empty: no limit)."""
     wide = {"description_width": "initial"}
     lo, hi = RANGES["temperature"]
     temperature = widgets.FloatSlider(
@@ -41,27 +49,30 @@ def sampling_controls(max_tokens: int | None = None) -> tuple[widgets.Widget, ..
     top_p = widgets.FloatSlider(
         value=1.0, min=lo, max=hi, step=0.05, description="top_p", style=wide
     ).add_class("gatecell-top-p")
-    tokens = widgets.BoundedIntText(
-        value=max_tokens or 0,
-        min=0,
-        max=1_000_000,
+    tokens = widgets.Text(
+        value=str(max_tokens) if max_tokens else "",
+        placeholder="no limit",
         description="Max tokens",
-        tooltip="0 leaves it to the gateway",
+        tooltip="the most tokens a reply may have; empty: no limit of gatecell's",
         style=wide,
     ).add_class("gatecell-max-tokens")
     return temperature, top_p, tokens
 
 
-def sampling(temperature: float, top_p: float, max_tokens: int) -> dict[str, Any]:
+def sampling(temperature: float, top_p: float, max_tokens: str) -> dict[str, Any]:
     """Request fields for the controls; SPEC defaults are left out, so models that refuse
-    sampling settings (reasoning models often do) still get a request they accept."""
+    sampling settings (reasoning models often do) still get a request they accept. A max
+    tokens that is not a whole number of at least 1 (or empty) is a one-line ValueError."""
     fields: dict[str, Any] = {}
     if temperature != 1.0:
         fields["temperature"] = temperature
     if top_p != 1.0:
         fields["top_p"] = top_p
-    if max_tokens:
-        fields["max_tokens"] = max_tokens
+    text = str(max_tokens).strip()
+    if text and text != "0":
+        if not text.isdigit():
+            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {text!r}")
+        fields["max_tokens"] = int(text)
     return fields
 
 
@@ -71,24 +82,32 @@ class ChatPanel(Panel):
     ``panel.messages`` is the conversation as the gateway would receive it (system prompt
     first when set) and can be assigned. ``ask(text)``, ``stop()``, ``clear()`` do from
     Python what the buttons do; ``wait()`` blocks until the current reply has ended.
+    ``conversation`` names a conversation of the notebook's memory to share with ``%%chat``
+    (``"default"`` is the one ``%%chat`` uses without ``-c``).
     """
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         model: str | None = None,
         system: str = "",
         max_tokens: int | None = None,
         interval: float = 0.1,
+        conversation: str | None = None,
     ) -> None:
         super().__init__(gateway, models=models, model=model)
         self.interval = interval
+        self.shared = conversation
+        """The name of the notebook conversation the panel shares, or None."""
+        self._own = Conversation("panel")
         self.temperature, self.top_p, self.max_tokens = sampling_controls(max_tokens)
         self.system = widgets.Textarea(
-            value=system, description="System", placeholder="optional system prompt"
+            value=system or self._system_turn(), description="System", placeholder="optional system prompt"
         ).add_class("gatecell-system")
+        self.system.observe(lambda change: self._set_system(change["new"]), "value")
+        self._set_system(self.system.value)
         self.transcript = widgets.VBox().add_class("gatecell-transcript")
         self.prompt = prompt_box("Ask something, then press Send")
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
@@ -103,17 +122,28 @@ class ChatPanel(Panel):
             widgets.HBox([self.send_button, self.stop_button, self.clear_button]),
             self.status,
         )
-        self._history: list[dict[str, str]] = []
+        self._bubbles: dict[int, tuple[Turn, widgets.HTML]] = {}  # id(turn) -> its bubble
         self.reply: LiveReply | None = None
         """The current or last reply (text, error, latency, ttft, usage)."""
+        self.refresh()
+        if conversation is not None:
+            _refresh_after_cells(self)
 
     # -- the conversation ------------------------------------------------------------
 
     @property
+    def conversation(self) -> Conversation:
+        """The conversation the panel reads and writes (looked up by name each time, so that
+        ``%%chat --new`` or ``%gatecell reset`` apply to the panel too)."""
+        if self.shared is None:
+            return self._own
+        from gatecell.notebook import session_for
+
+        return session_for().memory.get(self.shared)
+
+    @property
     def messages(self) -> list[dict[str, str]]:
-        system = self.system.value.strip()
-        head = [{"role": "system", "content": system}] if system else []
-        return head + [dict(m) for m in self._history]
+        return [{"role": t.role, "content": t.content} for t in self.conversation.turns]
 
     @messages.setter
     def messages(self, value: Sequence[dict[str, str]]) -> None:
@@ -121,13 +151,35 @@ class ChatPanel(Panel):
             if m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
                 raise ValueError(f"a message needs a role in {_ROLES} and string content: {m!r}")
         self.stop()
-        self.system.value = "\n".join(m["content"] for m in value if m["role"] == "system")
-        self._history = [dict(m) for m in value if m["role"] != "system"]
-        self.transcript.children = tuple(_bubble(m["role"], m["content"]) for m in self._history)
+        system = "\n".join(m["content"] for m in value if m["role"] == "system")
+        self.conversation.turns = [Turn(m["role"], m["content"]) for m in value if m["role"] != "system"]
+        self.system.value = system
+        self._set_system(system)
+        self.refresh()
 
     @property
     def busy(self) -> bool:
         return self.reply is not None and not self.reply.done
+
+    def refresh(self) -> None:
+        """Show the conversation as it is now: turns the magics added appear, turns they
+        forgot go. Bubbles already shown are kept as they are (no second render)."""
+        if self.busy:
+            return  # the reply's end refreshes
+        turns = [t for t in self.conversation.turns if t.role != "system"]
+        bubbles = {}
+        for turn in turns:
+            known = self._bubbles.get(id(turn))
+            bubbles[id(turn)] = (
+                known if known is not None and known[0] is turn else (turn, _turn_bubble(turn))
+            )
+        self._bubbles = bubbles
+        children = tuple(bubbles[id(t)][1] for t in turns)
+        if children != self.transcript.children:
+            self.transcript.children = children
+        system = self._system_turn()
+        if system != self.system.value.strip():
+            self.system.value = system
 
     # -- actions -------------------------------------------------------------------
 
@@ -143,13 +195,15 @@ class ChatPanel(Panel):
         if not self.model.value:
             self.show_error("no model to ask: the gateway listed no chat model")
             return None
-        request = {
-            "model": self.model.value,
-            "messages": self.messages + [{"role": "user", "content": text}],
-            **sampling(self.temperature.value, self.top_p.value, self.max_tokens.value),
-        }
+        try:
+            fields = sampling(self.temperature.value, self.top_p.value, self.max_tokens.value)
+        except ValueError as err:
+            self.show_error(str(err))
+            return None
+        self.refresh()
+        conversation = self.conversation
+        request = {"model": self.model.value, "messages": conversation.messages(text), **fields}
         self.prompt.value = ""
-        self._history.append({"role": "user", "content": text})
         question, answer = _bubble("user", text), _bubble("assistant", "", self.model.value)
         self.transcript.children = (*self.transcript.children, question, answer)
         self.show_info(f"{self.model.value} is answering…")
@@ -158,7 +212,7 @@ class ChatPanel(Panel):
             self.gateway,
             request,
             lambda t: setattr(answer, "value", _bubble_html("assistant", t, request["model"])),
-            lambda reply: self._done(reply, text, question, answer),
+            lambda reply: self._done(reply, conversation, text, question, answer),
             interval=self.interval,
         )
         return self.reply.start()
@@ -169,10 +223,11 @@ class ChatPanel(Panel):
             self.reply.stop()
 
     def clear(self) -> None:
-        """Forget the conversation (the system prompt stays)."""
+        """Forget the conversation's turns (the system prompt stays)."""
         self.stop()
-        self._history = []
-        self.transcript.children = ()
+        conversation = self.conversation
+        conversation.turns = [t for t in conversation.turns if t.role == "system"]
+        self.refresh()
         self.show_info("")
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -181,18 +236,34 @@ class ChatPanel(Panel):
 
     # -- internals -----------------------------------------------------------------
 
+    def _system_turn(self) -> str:
+        turns = self.conversation.turns
+        return turns[0].content if turns and turns[0].role == "system" else ""
+
+    def _set_system(self, text: str) -> None:
+        """The System box is the conversation's system prompt; emptied, there is none."""
+        conversation, text = self.conversation, text.strip()
+        if text:
+            if text != self._system_turn():
+                conversation.set_system(text)
+        elif self._system_turn():
+            conversation.turns = conversation.turns[1:]
+
     def _set_busy(self, busy: bool) -> None:
         self.send_button.disabled = busy
         self.stop_button.disabled = not busy
 
-    def _done(self, reply: LiveReply, text: str, question: Any, answer: Any) -> None:
+    def _done(
+        self, reply: LiveReply, conversation: Conversation, text: str, question: Any, answer: Any
+    ) -> None:
         model = reply.request["model"]
         if reply.text:
-            self._history.append({"role": "assistant", "content": reply.text})
+            partial = reply.stopped or bool(reply.error)
+            asked, answered = conversation.add(text, reply.text, partial=partial, prov={"model": model})
             note = "stopped" if reply.stopped else ("error" if reply.error else "")
             answer.value = _bubble_html("assistant", reply.text, model, note)
+            self._bubbles[id(asked)], self._bubbles[id(answered)] = (asked, question), (answered, answer)
         else:  # take the turn back whole
-            self._history = self._history[:-1]
             self.transcript.children = tuple(
                 w for w in self.transcript.children if w is not question and w is not answer
             )
@@ -207,8 +278,32 @@ class ChatPanel(Panel):
             self.show_info(f"{model} · {reply.summary()}")
 
 
-def _bubble(role: str, text: str, model: str | None = None) -> widgets.HTML:
-    bubble = widgets.HTML(_bubble_html(role, text, model)).add_class("gatecell-message")
+def _refresh_after_cells(panel: ChatPanel) -> None:
+    """Refresh a panel sharing a conversation after every cell the notebook runs (the cell may
+    have been a ``%%chat``); the hook holds the panel weakly and goes with it."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    ref = weakref.ref(panel)
+
+    def refresh(*_: Any) -> None:
+        found = ref()
+        if found is None:
+            shell.events.unregister("post_run_cell", refresh)
+        else:
+            found.refresh()
+
+    shell.events.register("post_run_cell", refresh)
+
+
+def _turn_bubble(turn: Turn) -> widgets.HTML:
+    return _bubble(turn.role, turn.content, turn.prov.get("model"), "partial" if turn.partial else "")
+
+
+def _bubble(role: str, text: str, model: str | None = None, note: str = "") -> widgets.HTML:
+    bubble = widgets.HTML(_bubble_html(role, text, model, note)).add_class("gatecell-message")
     return bubble.add_class(f"gatecell-{role}")
 
 

@@ -20,7 +20,7 @@ from ._live import LiveReply, token_counts
 from .chat import sampling, sampling_controls
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = ["ComparePanel"]
 
@@ -36,7 +36,7 @@ class ComparePanel(Panel):
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         selected: Sequence[str] | None = None,
@@ -99,7 +99,11 @@ class ComparePanel(Panel):
         if not models:
             self.show_error("select at least one model")
             return {}
-        fields = sampling(self.temperature.value, self.top_p.value, self.max_tokens.value)
+        try:
+            fields = sampling(self.temperature.value, self.top_p.value, self.max_tokens.value)
+        except ValueError as err:
+            self.show_error(str(err))
+            return {}
         self.show_info(f"streaming from {len(models)} models…")
         self.run_button.disabled, self.stop_button.disabled = True, False
         columns, self.replies = [], {}

@@ -17,7 +17,7 @@ from .media import MediaPanel
 from .speech import SpeechPanel
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = ["Dashboard", "dashboard"]
 
@@ -29,7 +29,7 @@ class Dashboard(widgets.VBox):
     that a notebook can drive or read them from Python.
     """
 
-    def __init__(self, gateway: Gateway | None = None) -> None:
+    def __init__(self, gateway: Gateway | AsyncGateway | None = None) -> None:
         super().__init__()
         self.add_class("gatecell-dashboard")
         self.gateway = gw = resolve_gateway(gateway)
@@ -51,7 +51,7 @@ class Dashboard(widgets.VBox):
         self.children = (self.header, self.tabs)
 
 
-def dashboard(gateway: Gateway | None = None) -> Dashboard:
+def dashboard(gateway: Gateway | AsyncGateway | None = None) -> Dashboard:
     """All panels in tabs. Without a gateway, the notebook's one is used (from the settings,
     else the embedded local gateway)."""
     return Dashboard(gateway)

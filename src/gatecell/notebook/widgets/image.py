@@ -12,11 +12,14 @@ import ipywidgets as widgets
 from ._base import Panel, button, latency_text, media_widget, prompt_box
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = ["ImagePanel"]
 
 SIZES = ("256x256", "512x512", "1024x1024", "1024x1792", "1792x1024")
+"""Common sizes, offered when the gateway lists none for the model."""
+SIZE_KEYS = ("sizes", "supported_sizes", "image_sizes")
+"""Where a /v1/models entry may list its sizes."""
 _SIZE = re.compile(r"^[1-9][0-9]*x[1-9][0-9]*$")
 
 
@@ -32,16 +35,16 @@ class ImagePanel(Panel):
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         model: str | None = None,
         size: str = "512x512",
     ) -> None:
         super().__init__(gateway, models=models, model=model)
-        self.size = widgets.Combobox(
-            value=size, options=SIZES, description="Size", ensure_option=False
-        ).add_class("gatecell-size")
+        self.size = widgets.Combobox(value=size, description="Size", ensure_option=False)
+        self.size.add_class("gatecell-size")
+        self.offer(self.size, SIZE_KEYS, SIZES)
         self.prompt = prompt_box("Describe the image")
         self.generate_button = button("Generate", "gatecell-generate", self.generate, primary=True)
         self.gallery = widgets.Box(layout=widgets.Layout(flex_flow="row wrap")).add_class("gatecell-gallery")

@@ -16,7 +16,7 @@ import ipywidgets as widgets
 from ._base import Panel, button, error_line, media_widget, prompt_box, start_thread
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = ["MediaPanel", "JobView"]
 
@@ -35,7 +35,7 @@ class MediaPanel(Panel):
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         model: str | None = None,

@@ -10,11 +10,14 @@ import ipywidgets as widgets
 from ._base import Panel, button, latency_text, media_widget, prompt_box
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.wire.client import AsyncGateway, Gateway
 
 __all__ = ["SpeechPanel"]
 
-VOICES = ("alloy", "echo", "fable", "onyx", "nova", "shimmer")
+VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse")
+"""Common voice names, offered when the gateway lists none for the model."""
+VOICE_KEYS = ("voices", "supported_voices")
+"""Where a /v1/models entry may list its voices."""
 
 
 class SpeechPanel(Panel):
@@ -26,16 +29,16 @@ class SpeechPanel(Panel):
 
     def __init__(
         self,
-        gateway: Gateway | None = None,
+        gateway: Gateway | AsyncGateway | None = None,
         *,
         models: Sequence[Any] | None = None,
         model: str | None = None,
         voice: str = "alloy",
     ) -> None:
         super().__init__(gateway, models=models, model=model)
-        self.voice = widgets.Combobox(
-            value=voice, options=VOICES, description="Voice", ensure_option=False
-        ).add_class("gatecell-voice")
+        self.voice = widgets.Combobox(value=voice, description="Voice", ensure_option=False)
+        self.voice.add_class("gatecell-voice")
+        self.offer(self.voice, VOICE_KEYS, VOICES)
         self.text = prompt_box("Text to speak")
         self.speak_button = button("Speak", "gatecell-speak", self.speak, primary=True)
         self.player = widgets.Box().add_class("gatecell-player")
