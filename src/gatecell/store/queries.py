@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from .keys import gateway_address
 from .prices import Price
 from .schema import has_fts
 
@@ -64,9 +65,11 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
     if row is None:
         return None
     text, reasoning, usage, response, request_id, time, endpoint, model, latency = row
-    return Answer(
-        text, reasoning, _loads(usage), _loads(response), request_id, time, endpoint, model, latency
-    )
+    try:
+        body = _loads(response)
+    except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
+        body = None
+    return Answer(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
 
 
 # -- the log ------------------------------------------------------------------------------
@@ -268,12 +271,18 @@ def jobs(conn: sqlite3.Connection, limit: int | None = 20, kind: str | None = No
     return [_job(tuple(row)) for row in conn.execute(sql, args)]
 
 
-def job(conn: sqlite3.Connection, job_id: str, kind: str | None = None) -> StoredJob | None:
-    """The job with this id, whatever its gateway (the newest if several share it)."""
+def job(
+    conn: sqlite3.Connection, job_id: str, kind: str | None = None, gateway: str | None = None
+) -> StoredJob | None:
+    """The job with this id, of ``gateway`` when given (its root address, or ``local``), else
+    of any gateway (the newest if several share it)."""
     sql = f"SELECT {_JOB_FIELDS} FROM jobs WHERE job_id = ?"
     args: list[Any] = [job_id]
     if kind:
         sql += " AND kind = ?"
         args.append(kind)
+    if gateway is not None:
+        sql += " AND gateway = ?"
+        args.append(gateway_address(gateway))
     row = conn.execute(sql + " ORDER BY updated DESC, id DESC LIMIT 1", args).fetchone()
     return _job(tuple(row)) if row else None

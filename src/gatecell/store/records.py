@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from gatecell.wire.apis import api_of
 from gatecell.wire.secret import Secret, redact
 
 from .keys import cache_key, gateway_address
@@ -135,27 +136,6 @@ def _prompt_of(body: Any) -> str | None:
     return None
 
 
-_APIS = (
-    ("/chat/completions", "chat"),
-    ("enerateContent", "generate-content"),
-    ("/messages", "messages"),
-    ("/responses", "responses"),
-    ("/images/", "image"),
-    ("/audio/speech", "speech"),
-    ("/videos", "video"),
-    ("/imgjob/", "imagine"),
-    ("/musicjob/", "music"),
-    ("/models", "models"),
-)
-
-
-def _api_of(endpoint: str) -> str | None:
-    for fragment, api in _APIS:
-        if fragment in endpoint:
-            return api
-    return None
-
-
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -238,12 +218,14 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_size, media_sha = len(e.media), hashlib.sha256(e.media).hexdigest()
         media = e.media if e.log_media else None
     keep_body = e.media is None or e.log_media  # a media reply's body may hold the bytes
-    response = e.response if keep_body and not isinstance(e.response, (bytes, bytearray)) else None
+    response = e.response if keep_body else None
+    if isinstance(response, (bytes, bytearray)):  # JSON as received: decoded here, off the caller's path
+        response = bytes(response).decode(errors="replace")
     return (
         iso(e.at),
         clean(e.endpoint),
         e.model,
-        e.api or _api_of(e.endpoint),
+        e.api or api_of(e.endpoint),
         gateway_address(e.gateway) or None,
         clean(_json(params)),
         clean(prompt),

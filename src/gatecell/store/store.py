@@ -192,9 +192,10 @@ class Store:
         """Log one exchange; returns at once (the writer thread commits it).
 
         ``request`` is the body sent (JSON bytes as sent, or a dict); ``response`` the raw
-        reply body (parsed JSON), kept to answer again from the cache: do not change it
-        afterwards. ``text``/``reasoning``/``usage`` are the reply as the caller read it (for a
-        stream: once complete, or as far as it came with ``partial``). ``error`` is the error
+        reply body (parsed JSON, or its JSON bytes as received: decoded in the writer thread),
+        kept to answer again from the cache: do not change it afterwards.
+        ``text``/``reasoning``/``usage`` are the reply as the caller read it (for a stream:
+        once complete, or as far as it came with ``partial``). ``error`` is the error
         line of a failed exchange. ``media`` are the bytes of a media reply (kept only with
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
@@ -457,9 +458,12 @@ class Store:
         """The most recently updated jobs, newest first."""
         return self._query(queries.jobs, limit, kind) or []
 
-    def job(self, job_id: str, kind: str | None = None) -> queries.StoredJob | None:
-        """The job with this id, from any gateway: a new kernel can pick it up by its id alone."""
-        return self._query(queries.job, job_id, kind)
+    def job(
+        self, job_id: str, kind: str | None = None, gateway: str | None = None
+    ) -> queries.StoredJob | None:
+        """The job with this id (of this ``gateway`` when given, else of any): a new kernel
+        can pick it up by its id alone."""
+        return self._query(queries.job, job_id, kind, gateway)
 
     # -- process life -------------------------------------------------------------------------
 
