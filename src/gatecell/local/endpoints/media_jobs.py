@@ -64,12 +64,11 @@ def polled(kind: str):
     return wrap
 
 
-def _submit(
-    request: Request, kind: str, prompt: str, render: Callable[..., bytes], **options: Any
-) -> JobRecord:
-    """Start a job for the caller; a full queue is a 429 with Retry-After (in the path's format)."""
+def _submit(request: Request, kind: str, prompt: str, meta: dict[str, Any], prefix: str = "") -> JobRecord:
+    """Start a job for the caller, rendered from ``meta`` (`job_kinds`); a full queue is a 429
+    with Retry-After (in the path's format)."""
     try:
-        return runtime(request).jobs.submit(kind, owner(request), prompt, render, **options)
+        return runtime(request).jobs.submit(kind, owner(request), prompt, meta, prefix=prefix)
     except QueueFull as exc:
         raise Fail(429, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}) from None
 
@@ -98,19 +97,8 @@ async def create_video(request: Request, req: VideoRequest, data: dict) -> Respo
         raise Fail(
             400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {shown(size)}", param="size"
         )
-    from ..backends import video
-
-    render = functools.partial(video.render, req.prompt, seconds, width, height)
-    job = _submit(
-        request,
-        "video",
-        req.prompt,
-        render,
-        mime="video/mp4",
-        ext="mp4",
-        prefix="video_",
-        meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"},
-    )
+    meta = {"model": req.model, "seconds": seconds, "size": f"{width}x{height}"}
+    job = _submit(request, "video", req.prompt, meta, prefix="video_")
     return json_response(_video(job))
 
 
@@ -174,11 +162,8 @@ async def submit_imagine(request: Request) -> Response:
         raise Fail(400, f"prompt: {exc}", param="prompt") from None
     if not prompt:
         raise Fail(400, "prompt: must hold a description besides its --flags", param="prompt")
-    from ..backends import image
-
-    render = functools.partial(image.render, prompt, width, height)
     meta = {"clean": prompt, "flags": options, "width": width, "height": height}
-    job = _submit(request, "imagine", req.prompt, render, mime="image/png", ext="png", meta=meta)
+    job = _submit(request, "imagine", req.prompt, meta)
     return json_response({"code": 1, "description": "Submit success", "result": job.id, "properties": {}})
 
 
@@ -219,18 +204,7 @@ async def submit_music(request: Request) -> Response:
     check_length("prompt", req.prompt)
     check_length("style", req.style, 200)
     seconds = _number(data, "seconds", 4.0, 1.0, 30.0)
-    from ..backends import music
-
-    render = functools.partial(music.synthesize, req.prompt, req.style, seconds)
-    job = _submit(
-        request,
-        "music",
-        req.prompt,
-        render,
-        mime="audio/wav",
-        ext="wav",
-        meta={"style": req.style, "seconds": seconds},
-    )
+    job = _submit(request, "music", req.prompt, {"style": req.style, "seconds": seconds})
     return json_response({"code": "success", "message": "", "data": job.id})
 
 
