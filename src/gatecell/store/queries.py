@@ -15,6 +15,7 @@ from typing import Any
 
 from .keys import gateway_address
 from .prices import Price
+from .records import text_of
 from .schema import has_fts
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "jobs",
     "job",
     "search_terms",
+    "chat_messages",
 ]
 
 
@@ -177,6 +179,33 @@ def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
     sql = f"SELECT {_EXCHANGE_FIELDS} FROM exchanges AS e WHERE conversation = ? AND error IS NULL"
     sql += " ORDER BY time, id"
     return [_exchange(row) for row in conn.execute(sql, (name,))]
+
+
+_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "model": "assistant"}
+
+
+def chat_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+    """A logged turn's whole conversation in chat form, system prompt first and the reply
+    last, whichever text API carried it: chat ``messages``; native ``messages`` and
+    ``system``; generate-content ``contents`` and ``systemInstruction``; responses ``input``
+    and ``instructions`` (``%gatecell restore`` brings it back from this)."""
+    params = row.get("params") or {}
+    instruction = params.get("systemInstruction")
+    system = text_of(params.get("system") or params.get("instructions")) or text_of(
+        instruction.get("parts") if isinstance(instruction, dict) else None
+    )
+    messages = [{"role": "system", "content": system}] if system else []
+    sent = row.get("messages")
+    if isinstance(sent, list):
+        for item in sent:
+            role = _ROLES.get(item.get("role", "user")) if isinstance(item, dict) else None
+            text = text_of(item.get("content", item.get("parts"))) if role else None
+            if role and text is not None:
+                messages.append({"role": role, "content": text})
+    elif row.get("prompt") is not None:
+        messages.append({"role": "user", "content": row["prompt"]})
+    messages.append({"role": "assistant", "content": row.get("response") or ""})
+    return messages
 
 
 # -- usage --------------------------------------------------------------------------------

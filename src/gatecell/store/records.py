@@ -28,6 +28,7 @@ __all__ = [
     "job_row",
     "iso",
     "usage_counts",
+    "text_of",
 ]
 
 Secrets = Sequence[Secret | str | None]
@@ -106,7 +107,7 @@ def _parsed(request: Any) -> Any:
     return request
 
 
-def _text_of(content: Any) -> str | None:
+def text_of(content: Any) -> str | None:
     """Text of a message's content: a string, or the text parts of a list."""
     if isinstance(content, str):
         return content
@@ -130,7 +131,7 @@ def _prompt_of(body: Any) -> str | None:
         if isinstance(items, list):
             for item in reversed(items):
                 if isinstance(item, Mapping) and item.get("role", "user") == "user":
-                    text = _text_of(item.get("content", item.get("parts")))
+                    text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
     return None
