@@ -29,8 +29,11 @@ _LEASE = re.compile(r"[0-9a-f]{16}")
 
 
 def private_folder(path: Path) -> Path:
-    """``path`` made if missing, 0700 (and its missing parents)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """``path``, made 0700 if missing, with its missing parents (``mkdir -p`` would make
+    those with the default mode, which lets others list them)."""
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
     return path
 
 

@@ -70,7 +70,7 @@ class StoreError(GatecellError):
 def connect(path: Path) -> sqlite3.Connection:
     """A connection to the store at ``path`` (made if missing): WAL, busy timeout,
     ``synchronous=NORMAL``, schema brought forward. Autocommit mode: transactions are explicit."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the log is private: prompts, replies
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":

@@ -1,7 +1,8 @@
 """The job flows of WIRE-NOTES: video (/v1/videos), job-style image (imgjob), music (musicjob).
 
 Each submit answers at once with a task id; polling shows the task advancing through its
-states with progress; the result is served by this gateway. Ids unknown here are asked of the
+states with progress; the result is served by this gateway. A job's view reads its record's
+``meta`` gently: a record read back from disk may come from another version. Ids unknown here are asked of the
 upstream gateway when there is one (its jobs are polled through us too).
 """
 
@@ -37,6 +38,11 @@ _TASK_STATUS = {
     "done": "SUCCESS",
     "failed": "FAILURE",
 }
+
+
+def _seconds(value: Any) -> str | None:
+    """The video API's seconds, as a string ("4"); a record from disk may lack them."""
+    return f"{value:g}" if isinstance(value, (int, float)) else None
 
 
 def _ms(t: float | None) -> int | None:
@@ -108,15 +114,15 @@ def _video(job: JobRecord) -> dict:
     return {
         "id": job.id,
         "object": "video",
-        "model": job.meta["model"],
+        "model": job.meta.get("model"),
         "status": status,
         "progress": progress,
         "created_at": int(job.created),
         "completed_at": int(job.finished) if status == "completed" and job.finished else None,
         "expires_at": None,
         "prompt": job.prompt,
-        "seconds": f"{job.meta['seconds']:g}",
-        "size": job.meta["size"],
+        "seconds": _seconds(job.meta.get("seconds")),
+        "size": job.meta.get("size"),
         "remixed_from_video_id": None,
         "error": {"code": "render_failed", "message": job.error} if job.error else None,
     }
@@ -176,7 +182,7 @@ async def fetch_imagine(request: Request, job: JobRecord) -> Response:
             "id": job.id,
             "action": "IMAGINE",
             "prompt": job.prompt,
-            "promptEn": job.meta["clean"],
+            "promptEn": job.meta.get("clean", job.prompt),
             "description": f"/imagine {job.prompt}",
             "state": "",
             "submitTime": _ms(job.created),
@@ -187,9 +193,9 @@ async def fetch_imagine(request: Request, job: JobRecord) -> Response:
             "progress": f"{progress}%",
             "failReason": job.error,
             "properties": {
-                "flags": job.meta["flags"],
-                "width": job.meta["width"],
-                "height": job.meta["height"],
+                "flags": job.meta.get("flags", {}),
+                "width": job.meta.get("width"),
+                "height": job.meta.get("height"),
             },
         }
     )
@@ -220,8 +226,8 @@ async def fetch_music(request: Request, job: JobRecord) -> Response:
                 "title": " ".join(job.prompt.split()[:8]),
                 "audio_url": file_url(request, job.file),
                 "image_url": None,
-                "tags": job.meta["style"] or "",
-                "duration": job.meta["seconds"],
+                "tags": job.meta.get("style") or "",
+                "duration": job.meta.get("seconds"),
                 "prompt": job.prompt,
                 "status": "complete",
             }
