@@ -276,11 +276,33 @@ class Config:
     def lasting(cls, **options: Any) -> Config:
         """`create` for a gateway whose jobs and files outlive it (``gatecell serve``, the
         embedded gateway): kept in `local_data` unless ``data`` says otherwise, and owned
-        through `home_key` when no key is configured, so that a restart finds them."""
+        through `home_key` when no key is configured, so that a restart finds them. Where
+        that folder cannot be written (a read-only disk), they are kept in memory, with a
+        key of the process's own, and one line on stderr says so: the gateway still runs."""
         if options.get("data") is None:
             options["data"] = local_data()
         configured = options.get("api_keys") is not None or options.get("api_key_file") is not None
-        if not (configured or keys_from(None) or os.environ.get(ENV_KEY_FILE)):
-            options["api_keys"] = home_key()
-            return dataclasses.replace(cls.create(**options), generated_key=True)
+        configured = configured or bool(keys_from(None) or os.environ.get(ENV_KEY_FILE))
+        try:
+            if str(options["data"]) != MEMORY:
+                _probe(Path(options["data"]).expanduser())
+            if not configured:
+                options["api_keys"] = home_key()
+                return dataclasses.replace(cls.create(**options), generated_key=True)
+        except OSError as exc:
+            print(
+                f"gatecell: the local gateway cannot keep its jobs and files ({exc}); they end with it",
+                file=sys.stderr,
+            )
+            options["data"] = MEMORY
         return cls.create(**options)
+
+
+def _probe(folder: Path) -> None:
+    """Make ``folder`` (private) and write in it once: OSError when it cannot be used."""
+    import tempfile
+
+    from .disk import private_folder
+
+    with tempfile.TemporaryFile(dir=private_folder(folder)):
+        pass
