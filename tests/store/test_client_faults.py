@@ -9,9 +9,7 @@ import json
 import os
 import sqlite3
 import subprocess
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,15 +60,6 @@ def _one_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.startswith("gatecell: logging is off")]
     assert len(lines) == 1 and len(stderr.splitlines()) == 1, stderr
     return lines[0]
-
-
-@pytest.fixture
-def locked_folder() -> Iterator[Path]:
-    """A folder root owns and others may only read (outside /tmp/pytest-of-root, which is 0700)."""
-    folder = Path(tempfile.mkdtemp(prefix="gatecell-ro-"))
-    folder.chmod(0o755)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
