@@ -30,10 +30,12 @@ import sys
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gatecell.wire.apis import CACHEABLE, api_of
 from gatecell.wire.errors import GatecellError
 from gatecell.wire.secret import Secret
 
@@ -154,6 +156,7 @@ class Store:
         self._local = threading.local()
         self._queued = 0  # entries put on the queue
         self._written = 0  # entries the writer is done with
+        self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -280,6 +283,9 @@ class Store:
                 )
                 self._thread.start()
             self._queued += 1
+            answers = _answers(entry)
+            if answers is not None:
+                self._answers[answers] += 1
             self._queue.put(entry)
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -320,6 +326,11 @@ class Store:
                     self._fail(exc)
                 with self._lock:
                     self._written += len(entries)
+                    for entry in entries:
+                        answers = _answers(entry)
+                        if answers is not None:
+                            self._answers[answers] -= 1
+                    self._answers = +self._answers  # drop the keys no longer pending
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -408,10 +419,17 @@ class Store:
     def lookup(self, key: str) -> queries.Answer | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
-        itself a cache hit. None when there is none, or when the store is off."""
+        itself a cache hit. None when there is none, or when the store is off.
+
+        It waits for this process's pending writes only when one of them could be that
+        answer (its key is this one, or not known yet): a run of cache hits, each logged,
+        never waits for the commits of the one before."""
         if self.off is not None:
             return None
-        self._settle()
+        with self._lock:
+            pending = self._answers[key] or self._answers[""]
+        if pending:
+            self.flush(_LOOKUP_WAIT)
         try:
             conn = self._reader()
             return queries.answer(conn, key) if conn is not None else None
@@ -475,6 +493,16 @@ class Store:
 
 
 _ORPHANS: list[Any] = []
+
+
+def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
+    """The cache key a queued entry could answer once written ('' when not known yet), or
+    None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
+    if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:
+        return None
+    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
+        return None
+    return entry.cache_key or ""
 
 
 def _close_all() -> None:
