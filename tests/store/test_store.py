@@ -81,10 +81,12 @@ def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, mon
         return real(text, *secrets)  # type: ignore[arg-type]
 
     monkeypatch.setattr(gatecell.store.records, "redact", spy)
-    store.log(CHAT, "m", chat_body("hello"), text="world", error=None)
+    store.log(CHAT, "m", chat_body("hello"), text="world")  # nothing like a key: not even scanned twice
+    store.log(CHAT, "m", chat_body("hello"), text="your key sk-live-0123456789abcdef is echoed")
     assert threads == []  # the caller's thread did none of it
     assert store.flush(30)
     assert threads and set(threads) == {"gatecell-store"}
+    assert [r["response"] for r in store.logs()] == ["your key sk-…cdef is echoed", "world"]
 
 
 def test_the_writer_reads_a_snapshot_of_the_callers_dict(store: Store):

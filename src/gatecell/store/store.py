@@ -50,6 +50,7 @@ BUSY_TIMEOUT = 10.0  # seconds a statement waits for another process's write loc
 _ATTEMPTS = 6  # write attempts of a batch that keeps finding the file locked
 _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
+_LINGER = 0.05  # seconds the writer waits for more entries before it commits a batch
 
 _INSERT = (
     f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES ({', '.join('?' * len(EXCHANGE_COLUMNS))})"
@@ -157,6 +158,7 @@ class Store:
         self._queued = 0  # entries put on the queue
         self._written = 0  # entries the writer is done with
         self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
+        self._urgent = threading.Event()  # a flush or close waits: the writer commits at once
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -295,6 +297,7 @@ class Store:
             if self._thread is None:
                 return True
             done = threading.Event()
+            self._urgent.set()
             self._queue.put(done)
         return done.wait(timeout)
 
@@ -308,16 +311,27 @@ class Store:
             # A writer started later gets a queue of its own: each thread owns its queue and
             # connection, so an old one finishing never shares either with a new one.
             self._thread, self._queue = None, queue.SimpleQueue()
+            self._urgent.set()
             ending.put(_STOP)
         thread.join(timeout)
+
+    def _gather(self, entries: queue.SimpleQueue[Any]) -> list[Any]:
+        """The next batch: the first entry, and what comes within `_LINGER` of it. Requests
+        come one by one, and a transaction (or a wake-up of this thread at each `put`) per
+        entry would cost more than the row; a flush or a close ends the wait at once."""
+        batch = [entries.get()]
+        if isinstance(batch[0], (ExchangeEntry, JobEntry)):
+            self._urgent.wait(_LINGER)
+            self._urgent.clear()
+        with contextlib.suppress(queue.Empty):
+            while len(batch) < _BATCH:
+                batch.append(entries.get_nowait())
+        return batch
 
     def _run(self, entries_queue: queue.SimpleQueue[Any]) -> None:
         conn: sqlite3.Connection | None = None
         while True:
-            batch = [entries_queue.get()]
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < _BATCH:
-                    batch.append(entries_queue.get_nowait())
+            batch = self._gather(entries_queue)
             entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
             if entries:
                 try:
