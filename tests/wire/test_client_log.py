@@ -318,3 +318,18 @@ def test_a_job_is_picked_up_by_its_id_alone(make, fault):
     assert gw.job("music", submitted.id).id == submitted.id  # the older order still works
     with pytest.raises(InvalidRequest, match="kind"):
         gw.job("never-submitted")
+
+
+def test_the_async_client_answers_from_the_cache_too(make, fault):
+    gw = make("ok", asynchronous=True, cache=True)
+
+    async def main() -> list:
+        first = await gw.chat("m", HI)
+        again = await gw.chat("m", HI)
+        stream = await gw.chat("m", HI, stream=True)
+        fragments = [fragment async for fragment in stream]
+        await gw.aclose()
+        return [first.meta.cached, again.meta.cached, again.text, stream.meta.cached, fragments]
+
+    assert asyncio.run(main()) == [False, True, "Hello world", True, ["Hello world"]]
+    assert sent(fault, gw) == 1
