@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import sqlite3
+import uuid
 
 import pytest
 from fault_server import KEY, PNG, WAV
@@ -151,7 +152,7 @@ def test_errors_are_logged_with_their_line(make, fault):
     assert row["status"] == 400 and row["error"] == str(failed.value) and row["response"] is None
     from gatecell import Gateway
 
-    with Gateway("http://127.0.0.1:9", KEY, max_retries=0) as down:
+    with Gateway(f"http://127.0.0.1:9/{uuid.uuid4().hex}", KEY, max_retries=0) as down:  # its own address
         with pytest.raises(Exception) as refused:
             down.chat("m", HI)
     (row,) = rows(down)
