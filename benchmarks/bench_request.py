@@ -96,6 +96,8 @@ def summarize(per_request: dict[str, float]) -> list[dict]:
                     within, "<= 1.2x", within <= 1.2),
         summary_row("request CPU vs openai (info)", f"{gc_us:.0f} us", f"openai {oa_us:.0f} us",
                     oa_us / gc_us, "info (x lower)", None),
+        summary_row("request CPU vs bare httpx (log off)", f"{off_us:.0f} us", f"bare {bare_us:.0f} us",
+                    off_us / bare_us, "<= 1.2x", off_us / bare_us <= 1.2),
         summary_row("CPU the log adds per exchange (on - off)", f"{logging:+.0f} us",
                     f"log off {off_us:.0f} us", None, "<= 50 us", logging <= 50),
     ]  # fmt: skip
