@@ -52,9 +52,9 @@ _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
 _LINGER = 0.05  # seconds the writer waits for more entries before it commits a batch
 
-_INSERT = (
-    f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES ({', '.join('?' * len(EXCHANGE_COLUMNS))})"
-)
+_ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
+_INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
+_ROWS_PER_INSERT = 32  # 32 rows of 30 values: within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
     "ON CONFLICT (gateway, kind, job_id) DO UPDATE SET "
@@ -396,7 +396,7 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if exchanges:
-                conn.executemany(_INSERT, exchanges)
+                _insert(conn, exchanges)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
             conn.execute("COMMIT")
@@ -507,6 +507,14 @@ class Store:
 
 
 _ORPHANS: list[Any] = []
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert exchanges 32 rows a statement: ``executemany`` hands the interpreter lock back
+    and forth once a row, and each time the caller's thread may be kept waiting for it."""
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        conn.execute(_INSERT + ", ".join([_ROW] * len(chunk)), [value for row in chunk for value in row])
 
 
 def _answers(entry: ExchangeEntry | JobEntry) -> str | None:

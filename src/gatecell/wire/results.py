@@ -112,9 +112,11 @@ _REQUEST_ID_HEADERS = (
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses."""
+    """The gateway's request id, under whichever header name it uses. (One pass over the
+    headers: each ``get`` of httpx's headers is one, and most names are absent.)"""
+    found = dict(headers.items())
     for name in _REQUEST_ID_HEADERS:
-        value = headers.get(name)
+        value = found.get(name)
         if value:
             return value
     return None
