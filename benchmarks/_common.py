@@ -16,6 +16,7 @@ import math
 import os
 import platform
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -36,6 +37,12 @@ HOST = "127.0.0.1"
 BENCH_KEY = "sk-bench-0123456789abcdef"  # what clients send to the gateway under test
 UPSTREAM_KEY = "sk-upstream-bench"  # what a gateway sends to the neutral upstream
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Every benchmark logs into a fresh store (and its gateways keep their jobs there), never the
+# user's: GATECELL_HOME is a temporary folder, inherited by the servers started here.
+BENCH_HOME = tempfile.mkdtemp(prefix="gatecell-bench-home-")
+os.environ["GATECELL_HOME"] = BENCH_HOME
+atexit.register(shutil.rmtree, BENCH_HOME, True)
 
 
 # ---------------------------------------------------------------- child processes
@@ -149,9 +156,11 @@ def spawn_http(
     raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{tail}")
 
 
-def spawn_neutral(chunks: int = 50_000) -> Child:
-    """The neutral chat-completions server (see _neutral.py)."""
+def spawn_neutral(chunks: int = 50_000, reply: int | None = None) -> Child:
+    """The neutral chat-completions server (see _neutral.py); ``reply``: bytes of its reply text."""
     argv = [PYTHON, str(HERE / "_neutral.py"), "neutral", "--chunks", str(chunks)]
+    if reply is not None:
+        argv += ["--reply", str(reply)]
     return spawn_ready_line("neutral", argv)
 
 

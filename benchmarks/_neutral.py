@@ -45,22 +45,30 @@ def stream_body(n: int) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines) + b"0\r\n\r\n"
 
 
-COMPLETION = json.dumps(
-    {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": _MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Hello from the neutral server."},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16},
-    }
-).encode()
+REPLY = "Hello from the neutral server."
+
+
+def completion(text: str = REPLY) -> bytes:
+    return json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": _MODEL,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16},
+        }
+    ).encode()
+
+
+def reply_text(size: int) -> str:
+    """A reply of ``size`` characters: the neutral words, repeated."""
+    return ("".join(_WORDS) * (size // len("".join(_WORDS)) + 1))[:size]
+
+
+COMPLETION = completion()
 
 MODELS = json.dumps(
     {"object": "list", "data": [{"id": _MODEL, "object": "model", "created": 0, "owned_by": "bench"}]}
@@ -85,6 +93,7 @@ class Neutral(asyncio.Protocol):
 
     default_chunks = 50_000
     streams: dict[int, bytes] = {}
+    completion = COMPLETION
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -134,7 +143,7 @@ class Neutral(asyncio.Protocol):
         path = head.split(b" ", 2)[1].split(b"?")[0]
         if path.endswith(b"/chat/completions"):
             if not _STREAM.search(body):
-                return _plain(b"200 OK", COMPLETION)
+                return _plain(b"200 OK", self.completion)
             match = _MAX_TOKENS.search(body)
             n = int(match.group(1)) if match else self.default_chunks
             if n not in self.streams:
@@ -145,8 +154,10 @@ class Neutral(asyncio.Protocol):
         return _plain(b"404 Not Found", b'{"error":{"message":"not found","type":"not_found"}}')
 
 
-async def _serve_neutral(host: str, chunks: int) -> None:
+async def _serve_neutral(host: str, chunks: int, reply: int | None) -> None:
     Neutral.default_chunks = chunks
+    if reply is not None:
+        Neutral.completion = completion(reply_text(reply))
     Neutral.streams[chunks] = _STREAM_HEAD + stream_body(chunks)
     server = await asyncio.get_running_loop().create_server(Neutral, host, 0, backlog=2048)
     print("READY", server.sockets[0].getsockname()[1], flush=True)
@@ -177,9 +188,10 @@ def main() -> None:
     parser.add_argument("kind", choices=["neutral", "hello"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--chunks", type=int, default=50_000)
+    parser.add_argument("--reply", type=int, help="characters of the (non-streamed) reply's text")
     args = parser.parse_args()
     if args.kind == "neutral":
-        asyncio.run(_serve_neutral(args.host, args.chunks))
+        asyncio.run(_serve_neutral(args.host, args.chunks, args.reply))
     else:
         _serve_hello(args.host)
 

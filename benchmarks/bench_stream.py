@@ -1,4 +1,4 @@
-"""Client CPU per streamed chunk: gatecell vs the openai SDK vs a bare httpx loop.
+"""Client CPU per streamed chunk: gatecell (log on and off) vs the openai SDK vs a bare httpx loop.
 
 A neutral server in another process (_neutral.py) streams a 50,000-chunk chat completion
 (SPEC 6, one HTTP chunk per event) as fast as the socket takes it. In this process each
@@ -11,6 +11,7 @@ repetitions is reported.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 
@@ -22,15 +23,18 @@ MESSAGES = chat_body(MODEL)["messages"]
 Reader = Callable[[int], int]  # reads a stream of n chunks, returns the number of fragments seen
 
 
-def gatecell_reader(server: Child) -> Reader:
-    from gatecell import Gateway
+def gatecell_reader(server: Child, log: bool = True) -> Reader:
+    from gatecell import Gateway, store
 
-    gw = Gateway(base_url=server.url, api_key=BENCH_KEY)
+    gw = Gateway(base_url=server.url, api_key=BENCH_KEY, log=log)
+    writer = store.default_store(log=True)
 
     def read(n: int) -> int:
         count = 0
         for _fragment in gw.chat(model=MODEL, messages=MESSAGES, max_tokens=n, stream=True):
             count += 1
+        if log:
+            writer.flush()  # the stream's row, written inside the run
         return count
 
     return read
@@ -72,21 +76,30 @@ def bare_reader(server: Child) -> Reader:
     return read
 
 
-CONTENDERS = {"gatecell": gatecell_reader, "openai": openai_reader, "bare httpx": bare_reader}
+CONTENDERS = {
+    "gatecell": gatecell_reader,
+    "gatecell (log off)": functools.partial(gatecell_reader, log=False),
+    "openai": openai_reader,
+    "bare httpx": bare_reader,
+}
 
 
 def summarize(per_chunk: dict[str, float]) -> list[dict]:
     gc_us, oa_us, bare_us = per_chunk["gatecell"], per_chunk["openai"], per_chunk["bare httpx"]
-    lower, within = oa_us / gc_us, gc_us / bare_us
+    off_us = per_chunk["gatecell (log off)"]
+    lower, within, logging = oa_us / gc_us, gc_us / bare_us, gc_us / off_us
     print(
         f"\nopenai / gatecell = {lower:.2f}x (target >= 5x)   "
         f"gatecell / bare = {within:.2f}x (target <= 1.3x)"
     )
+    print(f"log on / log off = {logging:.3f}x per chunk (the log writes one row per stream, at its end)")
     return [
         summary_row("stream CPU/chunk vs openai", f"{gc_us:.1f} us", f"openai {oa_us:.1f} us",
                     lower, ">= 5x lower", lower >= 5),
         summary_row("stream CPU/chunk vs bare httpx", f"{gc_us:.1f} us", f"bare {bare_us:.1f} us",
                     within, "<= 1.3x", within <= 1.3),
+        summary_row("stream CPU/chunk, log on vs off", f"{gc_us:.1f} us", f"log off {off_us:.1f} us",
+                    logging, "nothing per chunk (~1.0x)", None),
     ]  # fmt: skip
 
 

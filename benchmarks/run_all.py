@@ -21,6 +21,7 @@ BENCHMARKS = [
     "bench_import",
     "bench_request",
     "bench_stream",
+    "bench_cache",
     "bench_forward",
     "bench_concurrency",
     "bench_memory",

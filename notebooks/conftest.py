@@ -6,7 +6,9 @@ user makes in this folder is theirs, not a test.
 A developer's GATECELL_BASE_URL (or OPENAI_*, or a GATECELL_MODEL default) would send the
 tutorials' kernels to a real gateway and change every stored output. nbval starts a
 notebook's kernel while pytest sets up its first cell, so the kernel is started here
-without those variables; the test process gets them back straight after.
+without those variables; the test process gets them back straight after. GATECELL_HOME
+stays: it is the run's temporary folder (the conftest.py at the root), so the kernels log
+there and not in the developer's data folder.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 _PREFIXES = ("GATECELL_", "OPENAI_")
+_KEPT = "GATECELL_HOME"
 _TUTORIAL = re.compile(r"^(\d\d-[a-z0-9-]+|dashboard)\.ipynb$")
 
 
@@ -29,7 +32,8 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    saved = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith(_PREFIXES)}
+    cleared = [name for name in os.environ if name.startswith(_PREFIXES) and name != _KEPT]
+    saved = {name: os.environ.pop(name) for name in cleared}
     try:
         yield
     finally:

@@ -98,6 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_relay=args.max_relay,
             log_level=args.log_level,
             access_log=args.access_log,
+            data=args.data,
         )
     except ValueError as exc:  # a bad option or key file: one line, before anything starts
         if args.debug:
@@ -195,10 +196,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run the local gateway",
         description="Run the local gateway. Keys: prefer GATECELL_LOCAL_KEYS (comma separated) or a key "
         "file (--api-key-file, GATECELL_LOCAL_KEY_FILE); --api-key puts the key on the command line, "
-        "where any local user sees it in ps. With none of them a random key is made and printed once.",
+        "where any local user sees it in ps. With none of them the local gateway's own key is used "
+        "(GATECELL_HOME/local-key, made on first use, readable by you alone) and printed once.",
         epilog="Limits (environment): GATECELL_LOCAL_JOB_QUEUE, GATECELL_LOCAL_JOB_QUEUE_PER_KEY, "
-        "GATECELL_LOCAL_JOBS_KEPT, GATECELL_LOCAL_MEDIA_BYTES, GATECELL_LOCAL_HEAD_TIMEOUT, "
-        "GATECELL_LOCAL_IDLE_TIMEOUT, GATECELL_LOCAL_MAX_CONNECTIONS; file URLs: GATECELL_LOCAL_PUBLIC_URL.",
+        "GATECELL_LOCAL_JOBS_KEPT, GATECELL_LOCAL_MEDIA_BYTES, GATECELL_LOCAL_MAX_AGE (seconds jobs and "
+        "files are kept, default 7 days), GATECELL_LOCAL_HEAD_TIMEOUT, GATECELL_LOCAL_IDLE_TIMEOUT, "
+        "GATECELL_LOCAL_MAX_CONNECTIONS; file URLs: GATECELL_LOCAL_PUBLIC_URL.",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -231,6 +234,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="BYTES",
         help="most of one upstream answer relayed to a client (env GATECELL_LOCAL_MAX_RELAY, default 1 GiB)",
+    )
+    serve.add_argument(
+        "--data",
+        metavar="DIR",
+        help="keep jobs and generated files in DIR, served again after a restart (env GATECELL_LOCAL_DATA; "
+        "default: GATECELL_HOME/local; ':memory:' keeps them in memory only)",
     )
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--access-log", action="store_true", help="log every request (costs CPU per request)")

@@ -205,3 +205,16 @@ def test_every_option_is_in_help(home: Path):
         assert out.returncode == 0
         assert all(flag in out.stdout for flag in flags), command
         assert "GATECELL_HOME" in out.stdout
+
+
+def test_the_cli_logs_its_own_exchanges(home: Path):
+    """``gatecell chat`` (the embedded gateway: no gateway configured) is logged like any call."""
+    said = run_cli("chat", "what is 12+30?", home=home)
+    assert said.returncode == 0 and said.stdout.strip() == "12+30 = 42", said.stderr
+    run_cli("chat", "--no-stream", "count to 2", home=home)
+    logged = json_lines(run_cli("logs", "--json", home=home).stdout)
+    assert [(r["prompt"], r["response"], r["model"], r["gateway"]) for r in logged] == [
+        ("what is 12+30?", "12+30 = 42", "local-chat", "local"),
+        ("count to 2", "1, 2.", "local-chat", "local"),
+    ]
+    assert [r["params"]["stream"] for r in logged] == [True, False]

@@ -10,9 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,15 +44,6 @@ def integrity(path: Path) -> tuple[str, int]:
         check = conn.execute("PRAGMA integrity_check").fetchone()[0]
         conn.execute("INSERT INTO exchanges_fts (exchanges_fts) VALUES ('integrity-check')")
         return check, conn.execute("SELECT count(*) FROM exchanges").fetchone()[0]
-
-
-@pytest.fixture
-def locked_folder() -> Iterator[Path]:
-    """A folder root owns and others may only read (outside /tmp/pytest-of-root, which is 0700)."""
-    folder = Path(tempfile.mkdtemp(prefix="gatecell-ro-"))
-    folder.chmod(0o755)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")

@@ -12,6 +12,7 @@ import pytest
 from store_helpers import chat_body, clean_env, run_child
 
 import gatecell.store.records
+import gatecell.store.store
 from gatecell import Secret
 from gatecell.store import Store, cache_key, default_store, settings
 from gatecell.store.prices import load_prices
@@ -80,10 +81,12 @@ def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, mon
         return real(text, *secrets)  # type: ignore[arg-type]
 
     monkeypatch.setattr(gatecell.store.records, "redact", spy)
-    store.log(CHAT, "m", chat_body("hello"), text="world", error=None)
+    store.log(CHAT, "m", chat_body("hello"), text="world")  # nothing like a key: not even scanned twice
+    store.log(CHAT, "m", chat_body("hello"), text="your key sk-live-0123456789abcdef is echoed")
     assert threads == []  # the caller's thread did none of it
     assert store.flush(30)
     assert threads and set(threads) == {"gatecell-store"}
+    assert [r["response"] for r in store.logs()] == ["your key sk-…cdef is echoed", "world"]
 
 
 def test_the_writer_reads_a_snapshot_of_the_callers_dict(store: Store):
@@ -147,6 +150,43 @@ def test_a_lookup_sees_what_this_process_logged_just_before(store: Store):
     store.log(CHAT, "gpt-test", body, gateway=GW, text="fresh")
     hit = store.lookup(cache_key(CHAT, "gpt-test", body, GW))  # no flush in between
     assert hit is not None and hit.text == "fresh"
+
+
+def test_a_lookup_waits_only_for_pending_writes_that_could_answer_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(gatecell.store.store, "_LOOKUP_WAIT", 600.0)  # a wait would be a hang
+    answered = chat_body("answered before")
+    store.log(CHAT, "gpt-test", answered, gateway=GW, text="logged")
+    assert store.flush(30)
+    key = cache_key(CHAT, "gpt-test", answered, GW)
+    locker = sqlite3.connect(store.path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")  # the writer cannot commit while this is held
+    try:
+        # A replay of that answer, and a failure, are pending: neither can answer anything ...
+        store.log(CHAT, "gpt-test", answered, gateway=GW, text="logged", cached=True, cache_key=key)
+        store.log(CHAT, "gpt-test", chat_body("failed"), gateway=GW, error="500 from gateway", status=500)
+        found: list = []
+        lookup = threading.Thread(target=lambda: found.append(store.lookup(key)))
+        lookup.start()
+        lookup.join(30)  # ... so the lookup does not wait for them (it would, until COMMIT below)
+        assert not lookup.is_alive() and found[0] is not None and found[0].text == "logged"
+        assert locker.execute("SELECT count(*) FROM exchanges").fetchone()[0] == 1  # still pending
+        # One that could be the answer (its key not known yet) is waited for: until the COMMIT.
+        fresh = chat_body("fresh")
+        store.log(CHAT, "gpt-test", fresh, gateway=GW, text="new")
+        waiting = threading.Thread(
+            target=lambda: found.append(store.lookup(cache_key(CHAT, "gpt-test", fresh, GW)))
+        )
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()
+    finally:
+        locker.execute("COMMIT")
+        locker.close()
+    waiting.join(30)
+    assert not waiting.is_alive() and found[1] is not None and found[1].text == "new"
+    assert count(store.path) == 4
 
 
 def _file_bytes(path: Path) -> bytes:

@@ -6,10 +6,14 @@ tests configure it the same way; explicit arguments win over the environment.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import env_number, root_url
@@ -26,6 +30,11 @@ __all__ = [
     "ENV_JOB_SECONDS",
     "ENV_MAX_BODY",
     "ENV_MAX_RELAY",
+    "ENV_DATA",
+    "MEMORY",
+    "local_data",
+    "home_key",
+    "key_file",
 ]
 
 ENV_KEYS = "GATECELL_LOCAL_KEYS"  # comma separated; visible in the process environment only
@@ -34,6 +43,9 @@ ENV_PACE = "GATECELL_LOCAL_PACE"  # seconds between streamed tokens
 ENV_JOB_SECONDS = "GATECELL_LOCAL_JOB_SECONDS"  # how long a video/imagine/music job takes
 ENV_MAX_BODY = "GATECELL_LOCAL_MAX_BODY"  # bytes
 ENV_MAX_RELAY = "GATECELL_LOCAL_MAX_RELAY"  # bytes of one upstream answer relayed to a client
+ENV_DATA = "GATECELL_LOCAL_DATA"  # the folder of jobs and files; MEMORY: none
+MEMORY = ":memory:"
+KEY_FILE = "local-key"  # in GATECELL_HOME: the local gateway's own key, see `home_key`
 
 DEFAULT_PACE = 0.008
 DEFAULT_JOB_SECONDS = 4.0
@@ -50,6 +62,7 @@ _LIMITS = {
     "head_timeout": "GATECELL_LOCAL_HEAD_TIMEOUT",
     "idle_timeout": "GATECELL_LOCAL_IDLE_TIMEOUT",
     "max_connections": "GATECELL_LOCAL_MAX_CONNECTIONS",
+    "max_age": "GATECELL_LOCAL_MAX_AGE",
 }
 
 
@@ -92,6 +105,70 @@ def keys_in_file(path: str | os.PathLike[str]) -> tuple[Secret, ...]:
     return keys
 
 
+def local_data() -> str:
+    """Where ``gatecell serve`` and the embedded gateway keep jobs and files:
+    GATECELL_LOCAL_DATA, else ``local`` in GATECELL_HOME (next to the log)."""
+    from gatecell.store.config import home
+
+    return os.environ.get(ENV_DATA) or str(home() / "local")
+
+
+def key_file() -> Path:
+    from gatecell.store.config import home
+
+    return home() / KEY_FILE
+
+
+def home_key() -> Secret:
+    """The local gateway's own key when none is configured: kept in ``GATECELL_HOME/local-key``
+    (made on first use, 0600 in a 0700 folder), so that a restarted gateway, with a new port,
+    still owns the jobs and files it made (they belong to the key's digest, `auth.owner_of`).
+
+    The file is what a process of this user could read anyway (the key is in the kernel's
+    memory and, under ``gatecell lab``, its environment); another user can neither read it
+    nor, without it, use the gateway. A file another user owns, or that others may read, is
+    not trusted: a new key replaces it, said in one line on stderr.
+    """
+    from .disk import private_folder, write_private
+
+    path = key_file()
+    private_folder(path.parent)
+    key = _read_key(path)
+    if key is not None:
+        return key
+    fresh = new_key()
+    if path.exists() or path.is_symlink():  # refused above: replaced
+        write_private(path, fresh.reveal().encode())
+        return fresh
+    tmp = path.with_name(f".{KEY_FILE}-{secrets.token_hex(4)}")
+    write_private(tmp, fresh.reveal().encode())
+    try:
+        os.link(tmp, path)  # at once and only if absent: two kernels starting together agree
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return _read_key(path) or fresh
+
+
+def _read_key(path: Path) -> Secret | None:
+    try:
+        stat = path.lstat()
+    except FileNotFoundError:
+        return None
+    if os.name == "posix" and (
+        not path.is_file() or path.is_symlink() or stat.st_uid != os.getuid() or stat.st_mode & 0o077
+    ):
+        print(
+            f"gatecell: {path} is not a private file of this user (another user may know the key in it); "
+            "the local gateway makes a new key",
+            file=sys.stderr,
+        )
+        return None
+    key = path.read_text(encoding="utf-8", errors="replace").strip()
+    return Secret(key) if key else None
+
+
 def default_max_connections() -> int:
     """Half the process's file descriptor limit (at most 4096): the rest stays for files,
     upstream connections and the connection that evicts an idle one."""
@@ -117,7 +194,9 @@ class Config:
     max_relay: int = DEFAULT_MAX_RELAY
     upstream: str | None = None
     upstream_key: Secret | None = field(default=None, repr=False)
-    generated_key: bool = False  # no key was configured; api_keys holds a fresh random one
+    generated_key: bool = (
+        False  # no key was configured; api_keys holds the gateway's own (random, or `home_key`)
+    )
     public_url: str | None = None  # root URL of the files handed out; else the connection's own address
     job_queue: int = 16  # unfinished jobs of all keys together; more are refused with 429
     job_queue_per_key: int = 8  # unfinished jobs of one key
@@ -126,6 +205,8 @@ class Config:
     head_timeout: float = 10.0  # seconds a client has to send a whole request head
     idle_timeout: float = 30.0  # seconds a connection may stay silent (between requests, mid-body)
     max_connections: int = 0  # open connections at most; 0: `default_max_connections()`
+    max_age: float = 7 * 86400.0  # seconds jobs and files are kept at most
+    data: Path | None = None  # the folder of jobs and files, which outlive the gateway; None: memory
 
     @classmethod
     def create(
@@ -140,14 +221,16 @@ class Config:
         upstream: str | None = None,
         upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
         public_url: str | None = None,
+        data: str | os.PathLike[str] | None = None,
         **limits: float | None,
     ) -> Config:
         """Fill what is not given from the environment; generate a key when there is none.
 
         Keys given here (`api_keys`, `api_key_file`) replace those of the environment
         (GATECELL_LOCAL_KEYS, GATECELL_LOCAL_KEY_FILE). `limits` are the fields job_queue,
-        job_queue_per_key, jobs_kept, media_bytes, head_timeout, idle_timeout and
-        max_connections, each with its GATECELL_LOCAL_* variable.
+        job_queue_per_key, jobs_kept, media_bytes, head_timeout, idle_timeout,
+        max_connections and max_age, each with its GATECELL_LOCAL_* variable. `data` (else
+        GATECELL_LOCAL_DATA) is the folder of jobs and files; none, or `MEMORY`: in memory.
         """
         unknown = set(limits) - set(_LIMITS)
         if unknown:
@@ -173,6 +256,7 @@ class Config:
                 raise ValueError(f"{name} ({env}) must be above 0, got {value!r}")
             chosen[name] = value
         upstream_key = os.environ.get(upstream_key_env) if upstream else None
+        folder = os.fspath(data) if data is not None else os.environ.get(ENV_DATA, "")
         public_url = public_url or os.environ.get("GATECELL_LOCAL_PUBLIC_URL") or None
         return cls(
             api_keys=keys or (new_key(),),
@@ -191,4 +275,41 @@ class Config:
             head_timeout=chosen["head_timeout"],
             idle_timeout=chosen["idle_timeout"],
             max_connections=int(chosen["max_connections"]),
+            max_age=chosen["max_age"],
+            data=Path(folder).expanduser() if folder and folder != MEMORY else None,
         )
+
+    @classmethod
+    def lasting(cls, **options: Any) -> Config:
+        """`create` for a gateway whose jobs and files outlive it (``gatecell serve``, the
+        embedded gateway): kept in `local_data` unless ``data`` says otherwise, and owned
+        through `home_key` when no key is configured, so that a restart finds them. Where
+        that folder cannot be written (a read-only disk), they are kept in memory, with a
+        key of the process's own, and one line on stderr says so: the gateway still runs."""
+        if options.get("data") is None:
+            options["data"] = local_data()
+        configured = options.get("api_keys") is not None or options.get("api_key_file") is not None
+        configured = configured or bool(keys_from(None) or os.environ.get(ENV_KEY_FILE))
+        try:
+            if str(options["data"]) != MEMORY:
+                _probe(Path(options["data"]).expanduser())
+            if not configured:
+                options["api_keys"] = home_key()
+                return dataclasses.replace(cls.create(**options), generated_key=True)
+        except OSError as exc:
+            print(
+                f"gatecell: the local gateway cannot keep its jobs and files ({exc}); they end with it",
+                file=sys.stderr,
+            )
+            options["data"] = MEMORY
+        return cls.create(**options)
+
+
+def _probe(folder: Path) -> None:
+    """Make ``folder`` (private) and write in it once: OSError when it cannot be used."""
+    import tempfile
+
+    from .disk import private_folder
+
+    with tempfile.TemporaryFile(dir=private_folder(folder)):
+        pass

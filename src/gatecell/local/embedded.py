@@ -2,7 +2,9 @@
 
 The notebook layer and the CLI call `start()` when no gateway is configured. The server runs
 in a daemon thread with its own event loop; `start()` returns once it accepts connections,
-and the server shuts down cleanly at interpreter exit.
+and the server shuts down cleanly at interpreter exit. Its port changes at every start, but
+not its jobs and files: they are kept in ``GATECELL_HOME/local`` and owned through the key
+of ``GATECELL_HOME/local-key`` (`Config.lasting`), so the next kernel's gateway serves them.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def start(**options: Any) -> EmbeddedGateway:
     """The process's embedded gateway, started on first call; later calls return the same one.
 
     `options` are those of `gatecell.local.config.Config.create` (api_keys, pace, job_seconds,
-    max_body, max_relay, upstream, upstream_key_env, the limits...); they only apply to the first call.
+    max_body, max_relay, upstream, upstream_key_env, data, the limits...); they only apply to the first
+    call. Jobs and files outlive the process (`Config.lasting`).
     """
     global _current
     with _lock:
@@ -100,7 +103,7 @@ def start(**options: Any) -> EmbeddedGateway:
         from .app import create_app
         from .config import Config
 
-        config = Config.create(**options)
+        config = Config.lasting(**options)
         base_url, stop = run_in_thread(create_app(config))
         _current = EmbeddedGateway(base_url, config.api_keys[0], stop)
         atexit.register(_shutdown)

@@ -25,7 +25,8 @@ class Runtime:
 
     @classmethod
     def create(cls, config: Config) -> Runtime:
-        media = MediaStore(limit=config.jobs_kept, max_bytes=config.media_bytes)
+        files = config.data / "files" if config.data is not None else None
+        media = MediaStore(config.jobs_kept, config.media_bytes, max_age=config.max_age, folder=files)
         renders = Renders()
         jobs = JobStore(
             config.job_seconds,
@@ -34,6 +35,8 @@ class Runtime:
             kept=config.jobs_kept,
             queue=config.job_queue,
             queue_per_owner=config.job_queue_per_key,
+            max_age=config.max_age,
+            folder=config.data,
         )
         return cls(
             config=config,

@@ -8,7 +8,7 @@ from typing import Any
 
 from gatecell.wire.secret import redact
 
-from .config import Config, new_key
+from .config import Config, key_file, new_key
 
 __all__ = ["serve", "new_key"]
 
@@ -43,21 +43,24 @@ def serve(
     log_level: str = "info",
     job_seconds: float | None = None,
     access_log: bool = False,
+    data: str | None = None,
 ) -> None:
     """Run until interrupted. Keys come from `api_keys` and `api_key_file`, else
-    GATECELL_LOCAL_KEYS and GATECELL_LOCAL_KEY_FILE, else one random ``sk-local-...`` key,
-    printed once so the user can configure a client with it. `pace`, `job_seconds`, `max_body`
-    (default 10 MiB) and `max_relay` (the most of one upstream answer relayed, default 1 GiB)
-    fall back to their GATECELL_LOCAL_* variables, as do the limits (see
-    `gatecell.local.config`). The per-request access log is off unless asked for: it costs
-    about a third of the forwarding path's CPU."""
+    GATECELL_LOCAL_KEYS and GATECELL_LOCAL_KEY_FILE, else the local gateway's own key
+    (``GATECELL_HOME/local-key``, see `config.home_key`), printed once so the user can
+    configure a client with it. Jobs and files are kept in `data` (else GATECELL_LOCAL_DATA,
+    else ``GATECELL_HOME/local``; ``:memory:``: in memory only) and served again after a
+    restart. `pace`, `job_seconds`, `max_body` (default 10 MiB) and `max_relay` (the most of
+    one upstream answer relayed, default 1 GiB) fall back to their GATECELL_LOCAL_* variables,
+    as do the limits (see `gatecell.local.config`). The per-request access log is off unless
+    asked for: it costs about a third of the forwarding path's CPU."""
     import uvicorn
 
     from .app import create_app
     from .listener import uvicorn_config
 
-    config = Config.create(
-        api_keys,
+    config = Config.lasting(
+        api_keys=api_keys,
         api_key_file=api_key_file,
         pace=pace,
         job_seconds=job_seconds,
@@ -65,11 +68,14 @@ def serve(
         max_relay=max_relay,
         upstream=upstream,
         upstream_key_env=upstream_key_env,
+        data=data,
     )
     shown = f"http://{'localhost' if host in ('0.0.0.0', '::') else host}:{port}"
     print(f"gatecell: local gateway at {shown} (clients use {shown}/v1)", file=sys.stderr)
     if config.generated_key:
-        print(f"gatecell: API key {config.api_keys[0].reveal()}", file=sys.stderr)
+        print(f"gatecell: API key {config.api_keys[0].reveal()} (kept in {key_file()})", file=sys.stderr)
+    where = str(config.data) if config.data is not None else "memory only: they end with the server"
+    print(f"gatecell: jobs and files in {where}", file=sys.stderr)
     if upstream:
         print(f"gatecell: forwarding other models to {config.upstream}", file=sys.stderr)
     guard = _Redact(*config.api_keys, config.upstream_key)

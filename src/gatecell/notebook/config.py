@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode, Union, default
 from traitlets.config import Configurable
 
 from gatecell.wire.settings import env_flag, env_number
@@ -42,6 +42,10 @@ ENV: dict[str, tuple[str, Any]] = {
     "job_timeout": ("GATECELL_JOB_TIMEOUT", 600.0),
     "context_rows": ("GATECELL_CONTEXT_ROWS", 5),
     "context_chars": ("GATECELL_CONTEXT_CHARS", 4000),
+    "log": ("GATECELL_LOG", True),
+    "log_media": ("GATECELL_LOG_MEDIA", False),
+    "cache": ("GATECELL_CACHE", False),
+    "prices": ("GATECELL_PRICES", ""),
 }
 
 
@@ -93,6 +97,18 @@ class Gatecell(Configurable):
     ).tag(config=True)
     context_chars = Int(
         min=100, help="Characters at most of one value, cell or error put in a prompt; the rest is counted."
+    ).tag(config=True)
+    log = Bool(help="Log every exchange in GATECELL_HOME/gatecell.db (magics and panels).").tag(config=True)
+    log_media = Bool(help="Keep the bytes of media replies in the log too (else type, size, hash).").tag(
+        config=True
+    )
+    cache = Bool(help="Answer a request identical to a logged one from the log (no request sent).").tag(
+        config=True
+    )
+    prices = Union(
+        [Unicode(), Dict()],
+        help="Prices for %gatecell usage: a TOML or JSON file, or {model: {'input': $, 'output': $}} "
+        "per million tokens (empty: GATECELL_PRICES).",
     ).tag(config=True)
 
     # every default reads its environment variable when first needed (not at import)

@@ -80,7 +80,8 @@ def _plain(value: Any) -> Any:
 
 
 def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
-    """Model, endpoint, latency (s), usage and request id of a response, as plain JSON.
+    """Model, endpoint, latency (s), usage and request id of a response, as plain JSON, and
+    ``"cached": true`` for an answer from the log.
 
     ``meta`` is the client's ResponseMeta (or anything with those attributes, or None);
     ``extra`` fills or overrides fields (``model=...``, ``job_id=...``). Empty fields are
@@ -92,6 +93,8 @@ def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
         if field == "latency" and isinstance(value, (int, float)):
             value = round(float(value), 3)
         prov[field] = _plain(value)
+    if getattr(meta, "cached", False) is True:  # answered from the log: no request was sent
+        prov["cached"] = True
     prov.update({k: _plain(v) for k, v in extra.items()})
     return {k: v for k, v in prov.items() if v not in (None, "", {})}
 
@@ -115,6 +118,8 @@ def footer_text(prov: dict[str, Any]) -> str:
     parts.append(_tokens(prov.get("usage")))
     if prov.get("request_id"):
         parts.append(f"request {prov['request_id']}")
+    if prov.get("cached"):
+        parts.append("cached")
     return " · ".join(str(p) for p in parts if p)
 
 

@@ -39,11 +39,12 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             *("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream"),
             *("api", "cells", "error", "code", "show_prompt"),
+            "cache",
         ),
     ),
     "reason": (
         "Ask a reasoning model through /v1/responses (no conversation memory).",
-        ("model", "effort", "max_tokens", "no_stream", "cells", "error", "code", "show_prompt"),
+        ("model", "effort", "max_tokens", "no_stream", "cells", "error", "code", "show_prompt", "cache"),
     ),
     "image": (
         "Generate an image (/v1/images/generations); it is embedded in the output.",
@@ -76,8 +77,10 @@ HELP = """gatecell magics (each takes --help):
   Line forms work too: %chat what is 2+2?
   Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
-%gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | job ID [--kind K]
-          | explain [--code] | help
+%gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
+%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
+  every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
+  --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
 The API key is never typed on a magic line: use %gatecell key or GATECELL_API_KEY."""
 
@@ -103,10 +106,10 @@ def _gatecell_parser() -> MagicParser:
         s = sub.add_parser(name, help=f"{what} a conversation (default: the notebook's)")
         s.add_argument("name", nargs="?", default="default", help="conversation name")
         s.add_argument("--all", action="store_true", help=f"{what} every conversation")
-    job = sub.add_parser("job", help="pick up a job submitted with --no-wait")
+    job = sub.add_parser("job", help="pick up a job (--no-wait, or from before a restart) by its id")
     job.add_argument("id", help="the job id")
     job.add_argument(
-        "--kind", choices=("imagine", "video", "music"), help="needed if this kernel did not submit it"
+        "--kind", choices=("imagine", "video", "music"), help="needed only for a job the log does not know"
     )
     for opt in ("save", "autoplay", "out", "footer", "debug"):
         flags, kw = OPTIONS[opt]
@@ -119,7 +122,28 @@ def _gatecell_parser() -> MagicParser:
         flags, kw = OPTIONS[opt]
         explain.add_argument(*flags, dest=opt, **kw)
     sub.add_parser("help", help="overview of the magics")
+    _store_commands(sub)
     return p
+
+
+def _store_commands(sub: Any) -> None:
+    """The subcommands that read the log (GATECELL_HOME/gatecell.db)."""
+    log = sub.add_parser("log", help="the last exchanges logged, as a table")
+    log.add_argument("-n", "--count", type=int, default=10, help="how many, newest (default 10; 0: all)")
+    log.add_argument(
+        "-q", "--query", metavar="TEXT", help="only exchanges whose prompt or reply has all these words"
+    )
+    log.add_argument("-m", "--model", help="only this model")
+    log.add_argument("-c", "--conversation", metavar="NAME", help="only this conversation")
+    usage = sub.add_parser("usage", help="requests and tokens per model per day (cost with Gatecell.prices)")
+    usage.add_argument("--since", metavar="DATE", help="from this UTC date (YYYY-MM-DD) or ISO time on")
+    jobs = sub.add_parser("jobs", help="recent imagine, video and music jobs, from every kernel")
+    jobs.add_argument("-n", "--count", type=int, default=20, help="how many (default 20; 0: all)")
+    export = sub.add_parser("export", help="write a logged conversation to a file (Markdown, or .jsonl)")
+    export.add_argument("name", help="conversation name (-c NAME of %%chat; the notebook's is 'default')")
+    export.add_argument("path", nargs="?", help="the file (default NAME.md; .jsonl or .ndjson: JSON Lines)")
+    restore = sub.add_parser("restore", help="bring a logged conversation back (after a restart, say)")
+    restore.add_argument("name", help="conversation name; %%chat -c NAME goes on from it")
 
 
 @magics_class
@@ -177,7 +201,11 @@ class GatecellMagics(Magics):
             rows, chars = self.defaults.context_rows, self.defaults.context_chars
             prompt = interpolate(prompt, self.namespace, rows=rows, chars=chars)
         ns.footer = ns.footer or self.defaults.footer
-        return self._guard(ns, lambda: handler(ns, prompt.strip()))
+        from .log import calls_in
+
+        cache = True if getattr(ns, "cache", False) else None
+        with calls_in(self.shell, conversation=getattr(ns, "conversation", None), cache=cache):
+            return self._guard(ns, lambda: handler(ns, prompt.strip()))
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
@@ -477,7 +505,10 @@ class GatecellMagics(Magics):
             return None
         command = ns.command or "help"
         if command == "job":
-            return self._guard(ns, lambda: self._resume(ns))
+            from .log import calls_in
+
+            with calls_in(self.shell):
+                return self._guard(ns, lambda: self._resume(ns))
         return getattr(self, f"_cmd_{command}")(ns)
 
     def _cmd_help(self, ns: argparse.Namespace) -> None:
@@ -540,15 +571,48 @@ class GatecellMagics(Magics):
         print(f"forgot {', '.join(repr(n) for n in forgotten)}" if forgotten else "nothing to forget")
 
     def _resume(self, ns: argparse.Namespace) -> Any:
-        kind = ns.kind or self.session.jobs.get(ns.id)
-        if kind is None:
+        """A job by its id: this kernel's, or any the log knows (another kernel's, one from
+        before a restart); ``--kind`` for a job the log does not know."""
+        from gatecell.wire.errors import InvalidRequest
+
+        try:
+            job = self.session.gateway.job(ns.id, kind=ns.kind or self.session.jobs.get(ns.id))
+        except InvalidRequest as exc:
+            if exc.field != "kind":
+                raise
             raise UsageError(
-                f"%gatecell job: this kernel did not submit {ns.id!r}; "
+                f"%gatecell job: the log does not know {ns.id!r}; "
                 "say which it is with --kind imagine|video|music"
-            )
-        job = self.session.gateway.job(kind, ns.id)
-        self.session.jobs[ns.id] = kind
+            ) from None
+        self.session.jobs[ns.id] = job.kind
         return self._follow(ns, job)
+
+    # -- the log ---------------------------------------------------------------------------
+
+    def _cmd_log(self, ns: argparse.Namespace) -> None:
+        from .log import show_log
+
+        show_log(ns.count, ns.query, ns.model, ns.conversation)
+
+    def _cmd_usage(self, ns: argparse.Namespace) -> None:
+        from .log import show_usage
+
+        show_usage(ns.since, self.defaults.prices)
+
+    def _cmd_jobs(self, ns: argparse.Namespace) -> None:
+        from .log import show_jobs
+
+        show_jobs(ns.count)
+
+    def _cmd_export(self, ns: argparse.Namespace) -> None:
+        from .log import export
+
+        export(ns.name, ns.path)
+
+    def _cmd_restore(self, ns: argparse.Namespace) -> None:
+        from .log import restore
+
+        restore(ns.name, self.session.memory)
 
 
 def _send(

@@ -73,6 +73,14 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "help": "submit, print the job id and return it; resume with %%gatecell job ID",
         },
     ),
+    "cache": (
+        ("--cache",),
+        {
+            "action": "store_true",
+            "help": "answer from the log when this very request was answered before: nothing is sent "
+            "(all magics: %%config Gatecell.cache = True)",
+        },
+    ),
     "save": (("--save",), {"metavar": "PATH", "help": "also write the result to this file"}),
     "out": (("-o", "--out"), {"metavar": "VAR", "help": "store the result in this variable"}),
     "footer": (("--footer",), {"action": "store_true", "help": "show a provenance line under the output"}),

@@ -36,6 +36,7 @@ class NotebookSession:
         self._local = False
         self._models: ModelList | None = None
         config.observe(lambda _change: self.disconnect(), "base_url")
+        config.observe(self._switch, ["log", "log_media", "cache"])
 
     @property
     def gateway(self) -> Gateway:
@@ -48,9 +49,21 @@ class NotebookSession:
             # The local gateway is known to report usage on streams; others are asked only
             # when the user says so (GATECELL_STREAM_USAGE), since SPEC does not show it.
             usage = True if target.local else None
-            self._gateway = Gateway(base_url=target.base_url, api_key=target.api_key, stream_usage=usage)
+            self._gateway = Gateway(
+                base_url=target.base_url,
+                api_key=target.api_key,
+                stream_usage=usage,
+                log=self.config.log,
+                log_media=self.config.log_media,
+                cache=self.config.cache,
+            )
             self._local = target.local
         return self._gateway
+
+    def _switch(self, change: Any) -> None:
+        """``%config Gatecell.log`` / ``log_media`` / ``cache``: the client follows at once."""
+        if self._gateway is not None:
+            setattr(self._gateway, change["name"], change["new"])
 
     @property
     def local(self) -> bool:

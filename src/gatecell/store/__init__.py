@@ -45,15 +45,18 @@ _defaults: dict[tuple[Any, ...], Store] = {}
 _defaults_lock = threading.Lock()
 
 
-def default_store() -> Store:
+def default_store(*, log: bool | None = None) -> Store:
     """The store the settings name now (``GATECELL_HOME``, ``GATECELL_LOG``,
-    ``GATECELL_LOG_MEDIA``): one per file and switches in a process, shared by every caller."""
+    ``GATECELL_LOG_MEDIA``): one per file and switches in a process, shared by every caller.
+    ``log`` overrides ``GATECELL_LOG``: a client that decides for itself whether to log
+    (``Gateway(log=...)``) asks for a store that writes."""
     s = settings()
-    key = (s.path, s.log, s.log_media)
+    log = s.log if log is None else log
+    key = (s.path, log, s.log_media)
     with _defaults_lock:
         found = _defaults.get(key)
         if found is None:
-            found = _defaults[key] = Store(s.path, log=s.log, log_media=s.log_media)
+            found = _defaults[key] = Store(s.path, log=log, log_media=s.log_media)
         return found
 
 
@@ -78,5 +81,5 @@ def jobs(limit: int | None = 20) -> list[StoredJob]:
     return default_store().jobs(limit)
 
 
-def job(job_id: str) -> StoredJob | None:
-    return default_store().job(job_id)
+def job(job_id: str, kind: str | None = None, gateway: str | None = None) -> StoredJob | None:
+    return default_store().job(job_id, kind, gateway)

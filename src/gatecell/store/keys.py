@@ -16,6 +16,7 @@ The key is a sha256 hex digest of that JSON: the same in every process and every
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["cache_key", "normalised_body", "gateway_address"]
 
 _DROPPED = frozenset(("stream", "stream_options"))
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 
 def normalised_body(body: Mapping[str, Any] | bytes | str | None) -> Any:
@@ -38,6 +40,7 @@ def normalised_body(body: Mapping[str, Any] | bytes | str | None) -> Any:
     return body
 
 
+@functools.lru_cache(maxsize=256)  # a process talks to a few gateways, once per exchange each
 def gateway_address(url: str | None) -> str:
     """``https://user:pw@h:1/v1/?key=x`` → ``https://h:1``: what identifies a gateway, and
     nothing that could be a credential."""
@@ -67,5 +70,5 @@ def cache_key(
 ) -> str:
     """The sha256 hex key of a request (see the module docstring for what is normalised)."""
     payload = [_endpoint(endpoint), model or "", gateway_address(gateway), normalised_body(body)]
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = _ENCODE(payload)
     return hashlib.sha256(text.encode()).hexdigest()

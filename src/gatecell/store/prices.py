@@ -22,7 +22,7 @@ from typing import Any
 
 from gatecell.wire.errors import ConfigError
 
-__all__ = ["Price", "load_prices"]
+__all__ = ["Price", "load_prices", "prices_from"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,12 @@ def load_prices(path: Path) -> dict[str, Price]:
         raise ConfigError(f"{where}: {exc.strerror or exc}") from None
     except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
         raise ConfigError(f"{where}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
+    return prices_from(data, where)
+
+
+def prices_from(data: Any, where: str = "prices") -> dict[str, Price]:
+    """Prices from their table (``{model: {"input": ..., "output": ...}}``), by model name;
+    ``where`` names the source in the error of a malformed one."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a table of models, got {type(data).__name__}")
     prices = {}

@@ -13,7 +13,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from .keys import gateway_address
 from .prices import Price
+from .records import text_of
 from .schema import has_fts
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "jobs",
     "job",
     "search_terms",
+    "chat_messages",
 ]
 
 
@@ -64,9 +67,11 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
     if row is None:
         return None
     text, reasoning, usage, response, request_id, time, endpoint, model, latency = row
-    return Answer(
-        text, reasoning, _loads(usage), _loads(response), request_id, time, endpoint, model, latency
-    )
+    try:
+        body = _loads(response)
+    except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
+        body = None
+    return Answer(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
 
 
 # -- the log ------------------------------------------------------------------------------
@@ -176,6 +181,33 @@ def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
     return [_exchange(row) for row in conn.execute(sql, (name,))]
 
 
+_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "model": "assistant"}
+
+
+def chat_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+    """A logged turn's whole conversation in chat form, system prompt first and the reply
+    last, whichever text API carried it: chat ``messages``; native ``messages`` and
+    ``system``; generate-content ``contents`` and ``systemInstruction``; responses ``input``
+    and ``instructions`` (``%gatecell restore`` brings it back from this)."""
+    params = row.get("params") or {}
+    instruction = params.get("systemInstruction")
+    system = text_of(params.get("system") or params.get("instructions")) or text_of(
+        instruction.get("parts") if isinstance(instruction, dict) else None
+    )
+    messages = [{"role": "system", "content": system}] if system else []
+    sent = row.get("messages")
+    if isinstance(sent, list):
+        for item in sent:
+            role = _ROLES.get(item.get("role", "user")) if isinstance(item, dict) else None
+            text = text_of(item.get("content", item.get("parts"))) if role else None
+            if role and text is not None:
+                messages.append({"role": role, "content": text})
+    elif row.get("prompt") is not None:
+        messages.append({"role": "user", "content": row["prompt"]})
+    messages.append({"role": "assistant", "content": row.get("response") or ""})
+    return messages
+
+
 # -- usage --------------------------------------------------------------------------------
 
 
@@ -268,12 +300,18 @@ def jobs(conn: sqlite3.Connection, limit: int | None = 20, kind: str | None = No
     return [_job(tuple(row)) for row in conn.execute(sql, args)]
 
 
-def job(conn: sqlite3.Connection, job_id: str, kind: str | None = None) -> StoredJob | None:
-    """The job with this id, whatever its gateway (the newest if several share it)."""
+def job(
+    conn: sqlite3.Connection, job_id: str, kind: str | None = None, gateway: str | None = None
+) -> StoredJob | None:
+    """The job with this id, of ``gateway`` when given (its root address, or ``local``), else
+    of any gateway (the newest if several share it)."""
     sql = f"SELECT {_JOB_FIELDS} FROM jobs WHERE job_id = ?"
     args: list[Any] = [job_id]
     if kind:
         sql += " AND kind = ?"
         args.append(kind)
+    if gateway is not None:
+        sql += " AND gateway = ?"
+        args.append(gateway_address(gateway))
     row = conn.execute(sql + " ORDER BY updated DESC, id DESC LIMIT 1", args).fetchone()
     return _job(tuple(row)) if row else None

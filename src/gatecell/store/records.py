@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from gatecell.wire.apis import api_of
 from gatecell.wire.secret import Secret, redact
 
 from .keys import cache_key, gateway_address
@@ -27,6 +28,7 @@ __all__ = [
     "job_row",
     "iso",
     "usage_counts",
+    "text_of",
 ]
 
 Secrets = Sequence[Secret | str | None]
@@ -84,13 +86,16 @@ def iso(at: float) -> str:
 def _plain(value: Any) -> Any:
     """Pydantic models and dataclass-like results as plain JSON data."""
     dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
+    return dump() if callable(dump) else value  # python mode: faster; the encoder takes the rest
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode  # made once
 
 
 def _json(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODE(_plain(value))
 
 
 def _parsed(request: Any) -> Any:
@@ -105,7 +110,7 @@ def _parsed(request: Any) -> Any:
     return request
 
 
-def _text_of(content: Any) -> str | None:
+def text_of(content: Any) -> str | None:
     """Text of a message's content: a string, or the text parts of a list."""
     if isinstance(content, str):
         return content
@@ -129,30 +134,9 @@ def _prompt_of(body: Any) -> str | None:
         if isinstance(items, list):
             for item in reversed(items):
                 if isinstance(item, Mapping) and item.get("role", "user") == "user":
-                    text = _text_of(item.get("content", item.get("parts")))
+                    text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
-    return None
-
-
-_APIS = (
-    ("/chat/completions", "chat"),
-    ("enerateContent", "generate-content"),
-    ("/messages", "messages"),
-    ("/responses", "responses"),
-    ("/images/", "image"),
-    ("/audio/speech", "speech"),
-    ("/videos", "video"),
-    ("/imgjob/", "imagine"),
-    ("/musicjob/", "music"),
-    ("/models", "models"),
-)
-
-
-def _api_of(endpoint: str) -> str | None:
-    for fragment, api in _APIS:
-        if fragment in endpoint:
-            return api
     return None
 
 
@@ -207,19 +191,31 @@ JOB_COLUMNS = tuple(
 )
 
 
-def _cleaner(secrets: Secrets) -> Callable[[str | None], str | None]:
-    """Redaction of every text of one entry: its own secrets, and anything shaped like a key."""
+_EXCHANGE_TEXTS = tuple(
+    EXCHANGE_COLUMNS.index(name)
+    for name in (
+        "endpoint params_json prompt messages_json response reasoning usage_json error request_id "
+        "conversation notebook response_json"
+    ).split()
+)
+_JOB_TEXTS = tuple(JOB_COLUMNS.index(name) for name in "job_id prompt error notebook body_json".split())
 
-    def clean(text: str | None) -> str | None:
-        return redact(text, *secrets) if text else text
 
-    return clean
+def _redacted(row: list[Any], texts: tuple[int, ...], secrets: Secrets) -> tuple[Any, ...]:
+    """``row`` with every text (the columns ``texts``) redacted: the entry's own secrets, and
+    anything shaped like a key. One case-folded scan of all of them comes first: a row that
+    holds neither, as almost every row does, is kept as it is."""
+    folded = "\0".join(row[i] for i in texts if row[i]).casefold()
+    keys = [s.reveal() if isinstance(s, Secret) else s for s in secrets if s]
+    if "sk-" in folded or any(key.casefold() in folded for key in keys):
+        for i in texts:
+            if row[i]:
+                row[i] = redact(row[i], *secrets)
+    return tuple(row)
 
 
 def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     """The ``exchanges`` row of an entry, every text redacted."""
-    clean = _cleaner(e.secrets)
-
     body = _parsed(e.request)
     key = e.cache_key
     if key is None and body is not None:
@@ -238,26 +234,28 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_size, media_sha = len(e.media), hashlib.sha256(e.media).hexdigest()
         media = e.media if e.log_media else None
     keep_body = e.media is None or e.log_media  # a media reply's body may hold the bytes
-    response = e.response if keep_body and not isinstance(e.response, (bytes, bytearray)) else None
-    return (
+    response = e.response if keep_body else None
+    if isinstance(response, (bytes, bytearray)):  # JSON as received: decoded here, off the caller's path
+        response = bytes(response).decode(errors="replace")
+    row = [
         iso(e.at),
-        clean(e.endpoint),
+        e.endpoint,
         e.model,
-        e.api or _api_of(e.endpoint),
+        e.api or api_of(e.endpoint),
         gateway_address(e.gateway) or None,
-        clean(_json(params)),
-        clean(prompt),
-        clean(_json(messages)),
-        clean(e.text),
-        clean(e.reasoning),
+        _json(params),
+        prompt,
+        _json(messages),
+        e.text,
+        e.reasoning,
         *usage_counts(usage),
-        clean(_json(usage)),
+        _json(usage),
         e.latency,
         e.status,
-        clean(error),
-        clean(e.request_id),
-        clean(e.conversation),
-        clean(e.notebook),
+        error,
+        e.request_id,
+        e.conversation,
+        e.notebook,
         int(e.cached),
         int(e.partial),
         key,
@@ -265,27 +263,27 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_size,
         media_sha,
         media,
-        clean(response if isinstance(response, str) else _json(response)),
-    )
+        response if isinstance(response, str) else _json(response),
+    ]
+    return _redacted(row, _EXCHANGE_TEXTS, e.secrets)
 
 
 def job_row(j: JobEntry) -> tuple[Any, ...]:
     """The ``jobs`` row of an entry, every text redacted."""
-    clean = _cleaner(j.secrets)
-
     at = iso(j.at)
     body = j.body if isinstance(j.body, str) else _json(j.body)
-    return (
+    row = [
         gateway_address(j.gateway),
         j.kind,
-        clean(j.job_id),
+        j.job_id,
         j.model,
-        clean(j.prompt),
+        j.prompt,
         j.state,
         j.progress,
-        clean(j.error),
-        clean(j.notebook),
+        j.error,
+        j.notebook,
         at,
         at,
-        clean(body),
-    )
+        body,
+    ]
+    return _redacted(row, _JOB_TEXTS, j.secrets)

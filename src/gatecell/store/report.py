@@ -13,7 +13,16 @@ from gatecell.wire.errors import InvalidRequest
 from .queries import StoredJob, UsageRow
 from .records import iso
 
-__all__ = ["exchange_text", "usage_table", "jobs_table", "json_line", "since_value"]
+__all__ = [
+    "exchange_text",
+    "usage_cells",
+    "usage_table",
+    "jobs_cells",
+    "jobs_table",
+    "json_line",
+    "since_value",
+    "short",
+]
 
 
 def json_line(record: Any) -> str:
@@ -95,8 +104,9 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def usage_table(rows: list[UsageRow], with_cost: bool) -> str:
-    """Requests and tokens per day and model; a cost column only when prices were given."""
+def usage_cells(rows: list[UsageRow], with_cost: bool) -> tuple[list[str], list[list[str]]]:
+    """The header and cells of the usage table (the terminal's and the notebook's); a cost
+    column only when prices were given, ``unknown`` for a model without one."""
     header = ["day", "model", "requests", "errors", "prompt", "completion", "reasoning", "total"]
     body = [
         [
@@ -111,16 +121,23 @@ def usage_table(rows: list[UsageRow], with_cost: bool) -> str:
         header.append("cost ($)")
         for cells, r in zip(body, rows, strict=True):
             cells.append("unknown" if r.cost is None else f"{r.cost:.4f}")
+    return header, body
+
+
+def usage_table(rows: list[UsageRow], with_cost: bool) -> str:
+    """Requests and tokens per day and model; a cost column only when prices were given."""
+    header, body = usage_cells(rows, with_cost)
     return _table(header, body, right=set(range(2, len(header))))
 
 
-def _short(text: str | None, width: int = 40) -> str:
+def short(text: str | None, width: int = 40) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def jobs_table(jobs: list[StoredJob]) -> str:
-    """The jobs, most recently updated first."""
+def jobs_cells(jobs: list[StoredJob]) -> tuple[list[str], list[list[str]]]:
+    """The header and cells of the jobs table, most recently updated first."""
     header = ["updated", "kind", "id", "state", "progress", "prompt", "gateway"]
     body = [
         [
@@ -129,9 +146,15 @@ def jobs_table(jobs: list[StoredJob]) -> str:
             j.job_id,
             j.state or "-",
             "-" if j.progress is None else f"{j.progress:.0f}%",
-            _short(j.prompt),
+            short(j.prompt),
             j.gateway or "-",
         ]
         for j in jobs
     ]
+    return header, body
+
+
+def jobs_table(jobs: list[StoredJob]) -> str:
+    """The jobs, most recently updated first."""
+    header, body = jobs_cells(jobs)
     return _table(header, body, right={4})

@@ -14,7 +14,7 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | endpoint | TEXT | the path, e.g. ``/v1/chat/completions`` |
 | model | TEXT | the model asked for |
 | api | TEXT | chat, messages, generate-content, responses, image, speech, video, imagine, music, models |
-| gateway | TEXT | the gateway's root address (no user, password or query) |
+| gateway | TEXT | the gateway's root address (no user, password or query); ``local`` for the local gateway |
 | params_json | TEXT | the request body less model, prompt and messages: temperature, top_p, max_tokens, ... |
 | prompt | TEXT | the prompt: the last user message, the ``input`` or the ``prompt`` |
 | messages_json | TEXT | the messages (or contents, or input list) as sent |

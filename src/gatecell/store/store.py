@@ -30,10 +30,12 @@ import sys
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gatecell.wire.apis import CACHEABLE, api_of
 from gatecell.wire.errors import GatecellError
 from gatecell.wire.secret import Secret
 
@@ -48,10 +50,11 @@ BUSY_TIMEOUT = 10.0  # seconds a statement waits for another process's write loc
 _ATTEMPTS = 6  # write attempts of a batch that keeps finding the file locked
 _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
+_LINGER = 0.05  # seconds the writer waits for more entries before it commits a batch
 
-_INSERT = (
-    f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES ({', '.join('?' * len(EXCHANGE_COLUMNS))})"
-)
+_ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
+_INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
+_ROWS_PER_INSERT = 32  # 32 rows of 30 values: within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
     "ON CONFLICT (gateway, kind, job_id) DO UPDATE SET "
@@ -70,7 +73,7 @@ class StoreError(GatecellError):
 def connect(path: Path) -> sqlite3.Connection:
     """A connection to the store at ``path`` (made if missing): WAL, busy timeout,
     ``synchronous=NORMAL``, schema brought forward. Autocommit mode: transactions are explicit."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the log is private: prompts, replies
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -154,6 +157,8 @@ class Store:
         self._local = threading.local()
         self._queued = 0  # entries put on the queue
         self._written = 0  # entries the writer is done with
+        self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
+        self._urgent = threading.Event()  # a flush or close waits: the writer commits at once
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -192,9 +197,10 @@ class Store:
         """Log one exchange; returns at once (the writer thread commits it).
 
         ``request`` is the body sent (JSON bytes as sent, or a dict); ``response`` the raw
-        reply body (parsed JSON), kept to answer again from the cache: do not change it
-        afterwards. ``text``/``reasoning``/``usage`` are the reply as the caller read it (for a
-        stream: once complete, or as far as it came with ``partial``). ``error`` is the error
+        reply body (parsed JSON, or its JSON bytes as received: decoded in the writer thread),
+        kept to answer again from the cache: do not change it afterwards.
+        ``text``/``reasoning``/``usage`` are the reply as the caller read it (for a stream:
+        once complete, or as far as it came with ``partial``). ``error`` is the error
         line of a failed exchange. ``media`` are the bytes of a media reply (kept only with
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
@@ -279,6 +285,9 @@ class Store:
                 )
                 self._thread.start()
             self._queued += 1
+            answers = _answers(entry)
+            if answers is not None:
+                self._answers[answers] += 1
             self._queue.put(entry)
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -288,6 +297,7 @@ class Store:
             if self._thread is None:
                 return True
             done = threading.Event()
+            self._urgent.set()
             self._queue.put(done)
         return done.wait(timeout)
 
@@ -301,16 +311,27 @@ class Store:
             # A writer started later gets a queue of its own: each thread owns its queue and
             # connection, so an old one finishing never shares either with a new one.
             self._thread, self._queue = None, queue.SimpleQueue()
+            self._urgent.set()
             ending.put(_STOP)
         thread.join(timeout)
+
+    def _gather(self, entries: queue.SimpleQueue[Any]) -> list[Any]:
+        """The next batch: the first entry, and what comes within `_LINGER` of it. Requests
+        come one by one, and a transaction (or a wake-up of this thread at each `put`) per
+        entry would cost more than the row; a flush or a close ends the wait at once."""
+        batch = [entries.get()]
+        if isinstance(batch[0], (ExchangeEntry, JobEntry)):
+            self._urgent.wait(_LINGER)
+            self._urgent.clear()
+        with contextlib.suppress(queue.Empty):
+            while len(batch) < _BATCH:
+                batch.append(entries.get_nowait())
+        return batch
 
     def _run(self, entries_queue: queue.SimpleQueue[Any]) -> None:
         conn: sqlite3.Connection | None = None
         while True:
-            batch = [entries_queue.get()]
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < _BATCH:
-                    batch.append(entries_queue.get_nowait())
+            batch = self._gather(entries_queue)
             entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
             if entries:
                 try:
@@ -319,6 +340,11 @@ class Store:
                     self._fail(exc)
                 with self._lock:
                     self._written += len(entries)
+                    for entry in entries:
+                        answers = _answers(entry)
+                        if answers is not None:
+                            self._answers[answers] -= 1
+                    self._answers = +self._answers  # drop the keys no longer pending
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -370,7 +396,7 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if exchanges:
-                conn.executemany(_INSERT, exchanges)
+                _insert(conn, exchanges)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
             conn.execute("COMMIT")
@@ -407,10 +433,17 @@ class Store:
     def lookup(self, key: str) -> queries.Answer | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
-        itself a cache hit. None when there is none, or when the store is off."""
+        itself a cache hit. None when there is none, or when the store is off.
+
+        It waits for this process's pending writes only when one of them could be that
+        answer (its key is this one, or not known yet): a run of cache hits, each logged,
+        never waits for the commits of the one before."""
         if self.off is not None:
             return None
-        self._settle()
+        with self._lock:
+            pending = self._answers[key] or self._answers[""]
+        if pending:
+            self.flush(_LOOKUP_WAIT)
         try:
             conn = self._reader()
             return queries.answer(conn, key) if conn is not None else None
@@ -457,9 +490,12 @@ class Store:
         """The most recently updated jobs, newest first."""
         return self._query(queries.jobs, limit, kind) or []
 
-    def job(self, job_id: str, kind: str | None = None) -> queries.StoredJob | None:
-        """The job with this id, from any gateway: a new kernel can pick it up by its id alone."""
-        return self._query(queries.job, job_id, kind)
+    def job(
+        self, job_id: str, kind: str | None = None, gateway: str | None = None
+    ) -> queries.StoredJob | None:
+        """The job with this id (of this ``gateway`` when given, else of any): a new kernel
+        can pick it up by its id alone."""
+        return self._query(queries.job, job_id, kind, gateway)
 
     # -- process life -------------------------------------------------------------------------
 
@@ -471,6 +507,24 @@ class Store:
 
 
 _ORPHANS: list[Any] = []
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert exchanges 32 rows a statement: ``executemany`` hands the interpreter lock back
+    and forth once a row, and each time the caller's thread may be kept waiting for it."""
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        conn.execute(_INSERT + ", ".join([_ROW] * len(chunk)), [value for row in chunk for value in row])
+
+
+def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
+    """The cache key a queued entry could answer once written ('' when not known yet), or
+    None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
+    if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:
+        return None
+    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
+        return None
+    return entry.cache_key or ""
 
 
 def _close_all() -> None:

@@ -8,15 +8,18 @@ clients share every decision and differ only in their driver and their stream cl
 `_Endpoints` is generic in what its methods return, which is how the types stay true for
 both: `Gateway.chat` returns a `ChatCompletion`, `AsyncGateway.chat` a coroutine of one.
 
-Every call ends in `_Endpoints._record` with its `Outcome`, streams included (when they end).
+Every call ends in `_Endpoints._record` with its `Outcome`, streams included (when they end);
+that is where the log hooks in (see `journal`), and `_Endpoints._call` is where the cache
+answers instead of the gateway.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -24,6 +27,7 @@ import httpx
 from gatecell import __version__
 
 from . import schemas
+from .context import current
 from .conversation import for_api, to_responses
 from .decoders import (
     BodyDecoder,
@@ -55,6 +59,9 @@ from .streams import (
     TextStream,
     _Stream,
 )
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 __all__ = [
     "Gateway",
@@ -129,6 +136,9 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         backoff: float = 0.5,
         retry_after_cap: float = 60.0,
         job_interval: float = 2.0,
+        log: bool | None = None,
+        cache: bool | None = None,
+        log_media: bool | None = None,
     ) -> None:
         # Which gateway: the arguments, else the environment (settings.resolve), else the
         # policy of gatecell.connect (the local gateway, with one notice per process).
@@ -172,6 +182,13 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
             },
         )
         self.api_key = settings.api_key
+        # The store (GATECELL_HOME/gatecell.db): log every exchange (GATECELL_LOG, on by
+        # default), with the bytes of media replies (GATECELL_LOG_MEDIA), and answer requests
+        # identical to logged ones from it (GATECELL_CACHE). Each can be changed at any time.
+        self.log = env_flag(log, "GATECELL_LOG", True)
+        self.cache = env_flag(cache, "GATECELL_CACHE", False)
+        self.log_media = env_flag(log_media, "GATECELL_LOG_MEDIA", False)
+        self._journal: Journal | None = None
 
     def _connect(self, **options: Any) -> httpx.Client | httpx.AsyncClient:
         raise NotImplementedError
@@ -583,9 +600,14 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         request = self._request(schemas.MusicRequest, self.music, data, fields, extra_body)
         return self._run(self._submit("music", request, None, (wait, on_progress, timeout, interval)))
 
-    def job(self, kind: str, id: str) -> _Job:
-        """One poll of a job by kind ("imagine", "music", "video") and id."""
-        return self._run(self._poll(Job(kind, str(id))))
+    def job(self, id: str, second: str | None = None, *, kind: str | None = None) -> _Job:
+        """One poll of a job by its id. Its kind ("imagine", "music", "video") comes from the
+        log when not given, so a new kernel picks a job up knowing only its id;
+        ``job(kind, id)``, the older order, works too."""
+        if second is not None:
+            kind, id = id, second
+        job_id = str(id)
+        return self._run(self._poll(Job(kind or self._journaled().kind_of(job_id), job_id)))
 
     def wait(
         self,
@@ -637,37 +659,65 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
 
     def _call(self, call: Call, parse: Parse) -> Program[Any]:
         """One call, start to end: send it (with retries and redirects), parse the answer,
-        and hand the `Outcome` to `_record`; a stream hands over its own when it ends."""
+        and hand the `Outcome` to `_record`; a stream hands over its own when it ends.
+        With the cache on, a request answered before is answered from the log instead, by
+        the same parser, and nothing is sent."""
+        context, at = current(), time.time()
+        key = hit = None
+        if self.cache or context.cache:
+            from .journal import Journal
+
+            if Journal.wanted(call, self.cache, context):
+                key, hit = self._journaled().lookup(call)
         try:
-            response, meta = yield from exchange(self._build, call, self.retry, self.api_key)
-            if call.stream and not _is_sse(response):
-                yield Read(response)  # a whole body where a stream was asked: parsed as one
+            if hit is not None:
+                response, meta = self._journaled().replayed(call, hit)
+            else:
+                response, meta = yield from exchange(self._build, call, self.retry, self.api_key)
+                if call.stream and not _is_sse(response):
+                    yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             failure = connection_error(exc, call)
-            self._record(Outcome(call, error=failure))
+            self._record(Outcome(call, error=failure, context=context, at=at, cache_key=key))
             raise failure from None
         except GatecellError as error:
-            self._record(Outcome(call, error=error))
+            self._record(Outcome(call, error=error, context=context, at=at, cache_key=key))
             raise
         if isinstance(result, _Stream):
             result.on_end = lambda stream, error: self._record(
-                Outcome(call, stream, error, meta, partial=not stream.complete)
+                Outcome(call, stream, error, meta, not stream.complete, context=context, at=at, cache_key=key)
             )
         else:
-            self._record(Outcome(call, result, meta=meta))
+            body = None if call.stream or _is_sse(response) else response.content
+            self._record(Outcome(call, result, meta=meta, body=body, context=context, at=at, cache_key=key))
         return result
+
+    def _journaled(self) -> Journal:
+        """This client's side of the store, made on first use (it loads SQLite)."""
+        if self._journal is None:
+            from .journal import Journal
+
+            self._journal = Journal(self)
+        return self._journal
 
     def _record(self, outcome: Outcome) -> None:
         """Where every call's outcome arrives: each endpoint, both clients, streamed or not
-        (a stream's once it is complete, cut or closed). It logs one DEBUG line; anything
-        that must see every exchange hooks in here."""
+        (a stream's once it is complete, cut or closed). It is logged in the store (unless
+        ``log`` is off) and as one DEBUG line."""
+        if self.log:
+            try:
+                self._journaled().record(outcome)
+            except Exception as exc:  # the log must never cost the caller its answer
+                logger.warning("gatecell: an exchange was not logged (%s: %s)", type(exc).__name__, exc)
         if not logger.isEnabledFor(logging.DEBUG):
             return
         call, meta, error = outcome.call, outcome.meta, outcome.error
         line = f"{call.method} {call.path} model={call.model} -> "
         if meta is not None:
             line += f"{meta.status} in {meta.latency:.3f}s (request id {meta.request_id})"
+            if meta.cached:
+                line += ", from the cache"
             if isinstance(outcome.result, _Stream):
                 line += ", stream " + ("cut" if error else "closed early" if outcome.partial else "complete")
         if error is not None:
@@ -817,7 +867,7 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         def parse(call: Call, response: httpx.Response, meta: ResponseMeta) -> Job:
             return self._job_from(job.kind, job.id, self._json(response, call), meta)
 
-        return self._call(Call("GET", self.job_paths.fetch(job.kind, job.id)), parse)
+        return self._call(Call("GET", self.job_paths.fetch(job.kind, job.id), logged=False), parse)
 
     def _job_from(self, kind: str, job_id: str, body: Any, meta: ResponseMeta) -> Job:
         job = job_state(kind, job_id, body, self.job_paths)
@@ -830,7 +880,7 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         return Media(url=url, mime=mime, load=lambda: self._run(self._fetch(url)))
 
     def _fetch(self, url: str) -> Program[tuple[bytes, str | None]]:
-        call = Call("GET", url, auth="bearer" if self._own(url) else "none", media=True)
+        call = Call("GET", url, auth="bearer" if self._own(url) else "none", media=True, logged=False)
         return self._call(
             call, lambda call, response, meta: (response.content, response.headers.get("content-type"))
         )

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from .context import CallContext
 from .error_mapping import api_error, connection_error
 from .errors import GatecellError
 from .redirects import redirected
@@ -83,6 +84,9 @@ class Call:
     model: str | None = None
     auth: str = "bearer"  # "bearer", "goog" (x-goog-api-key, SPEC 5) or "none"
     media: bool = False
+    # A row of its own in the log; a job poll or a media download is not one (the job's
+    # record keeps what a poll says).
+    logged: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ class Outcome:
     for a stream it is the stream itself, reported when it ends, with all its text, and
     ``partial`` tells a stream cut by an error or closed by the caller before its end.
     ``error`` is the `GatecellError` the call raised; ``meta`` is None when no answer came.
+    ``body`` is the raw body of a whole (not streamed) answer; ``context`` what the call was
+    part of (`context.CallContext`), ``at`` when it started (unix seconds), and
+    ``cache_key`` its key when the cache was asked.
     """
 
     call: Call
@@ -100,6 +107,10 @@ class Outcome:
     error: GatecellError | None = None
     meta: ResponseMeta | None = None
     partial: bool = False
+    body: bytes | None = None
+    context: CallContext | None = None
+    at: float | None = None
+    cache_key: str | None = None
 
 
 def exchange(

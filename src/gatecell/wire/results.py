@@ -43,7 +43,17 @@ class ResponseMeta:
     The request id is looked up in the headers on first use: most callers never ask.
     """
 
-    __slots__ = ("endpoint", "model", "status", "latency", "usage", "attempts", "_headers", "_request_id")
+    __slots__ = (
+        "endpoint",
+        "model",
+        "status",
+        "latency",
+        "usage",
+        "attempts",
+        "cached",
+        "_headers",
+        "_request_id",
+    )
 
     def __init__(
         self,
@@ -55,6 +65,7 @@ class ResponseMeta:
         usage: Any = None,
         attempts: int = 1,
         headers: Mapping[str, str] | None = None,
+        cached: bool = False,
     ) -> None:
         self.endpoint = endpoint
         self.model = model
@@ -62,6 +73,7 @@ class ResponseMeta:
         self.latency = latency  # seconds from sending to the whole body (or the stream's headers)
         self.usage = usage  # a `schemas.Usage` in chat terms, whatever shape the gateway used
         self.attempts = attempts
+        self.cached = cached  # answered from the log (``Gateway(cache=True)``): no request was sent
         self._headers = headers
         self._request_id = request_id
 
@@ -75,7 +87,8 @@ class ResponseMeta:
     def __repr__(self) -> str:
         return (
             f"ResponseMeta(endpoint={self.endpoint!r}, model={self.model!r}, status={self.status}, "
-            f"latency={self.latency:.3f}, request_id={self.request_id!r}, attempts={self.attempts})"
+            f"latency={self.latency:.3f}, request_id={self.request_id!r}, attempts={self.attempts}"
+            + (", cached=True)" if self.cached else ")")
         )
 
 
@@ -99,9 +112,11 @@ _REQUEST_ID_HEADERS = (
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses."""
+    """The gateway's request id, under whichever header name it uses. (One pass over the
+    headers: each ``get`` of httpx's headers is one, and most names are absent.)"""
+    found = dict(headers.items())
     for name in _REQUEST_ID_HEADERS:
-        value = headers.get(name)
+        value = found.get(name)
         if value:
             return value
     return None

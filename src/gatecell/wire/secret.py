@@ -68,12 +68,17 @@ def _mask_shape(match: re.Match[str]) -> str:
 
 
 def redact(text: str, *secrets: Secret | str | None) -> str:
-    """Replace every given key and every ``sk-…`` shaped token, whatever their case, with a mask."""
+    """Replace every given key and every ``sk-…`` shaped token, whatever their case, with a mask.
+
+    A text holding neither (almost every one) is returned after one case-folded scan: the
+    log redacts every field of every exchange."""
+    folded = text.casefold()
     for s in secrets:
         if s:
             secret = s if isinstance(s, Secret) else Secret(s)
-            text = re.sub(re.escape(secret.reveal()), secret.masked, text, flags=re.IGNORECASE)
-    return _KEY_SHAPE.sub(_mask_shape, text)
+            if secret.reveal().casefold() in folded:
+                text = re.sub(re.escape(secret.reveal()), secret.masked, text, flags=re.IGNORECASE)
+    return _KEY_SHAPE.sub(_mask_shape, text) if "sk-" in folded else text
 
 
 # The loggers whose records may carry a key: httpcore logs response headers at DEBUG.

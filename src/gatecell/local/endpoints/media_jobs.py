@@ -1,7 +1,8 @@
 """The job flows of WIRE-NOTES: video (/v1/videos), job-style image (imgjob), music (musicjob).
 
 Each submit answers at once with a task id; polling shows the task advancing through its
-states with progress; the result is served by this gateway. Ids unknown here are asked of the
+states with progress; the result is served by this gateway. A job's view reads its record's
+``meta`` gently: a record read back from disk may come from another version. Ids unknown here are asked of the
 upstream gateway when there is one (its jobs are polled through us too).
 """
 
@@ -39,6 +40,11 @@ _TASK_STATUS = {
 }
 
 
+def _seconds(value: Any) -> str | None:
+    """The video API's seconds, as a string ("4"); a record from disk may lack them."""
+    return f"{value:g}" if isinstance(value, (int, float)) else None
+
+
 def _ms(t: float | None) -> int | None:
     return int(t * 1000) if t else None
 
@@ -64,12 +70,11 @@ def polled(kind: str):
     return wrap
 
 
-def _submit(
-    request: Request, kind: str, prompt: str, render: Callable[..., bytes], **options: Any
-) -> JobRecord:
-    """Start a job for the caller; a full queue is a 429 with Retry-After (in the path's format)."""
+def _submit(request: Request, kind: str, prompt: str, meta: dict[str, Any], prefix: str = "") -> JobRecord:
+    """Start a job for the caller, rendered from ``meta`` (`job_kinds`); a full queue is a 429
+    with Retry-After (in the path's format)."""
     try:
-        return runtime(request).jobs.submit(kind, owner(request), prompt, render, **options)
+        return runtime(request).jobs.submit(kind, owner(request), prompt, meta, prefix=prefix)
     except QueueFull as exc:
         raise Fail(429, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}) from None
 
@@ -98,19 +103,8 @@ async def create_video(request: Request, req: VideoRequest, data: dict) -> Respo
         raise Fail(
             400, f"size must be WIDTHxHEIGHT with even sides from 64 to 1280, got {shown(size)}", param="size"
         )
-    from ..backends import video
-
-    render = functools.partial(video.render, req.prompt, seconds, width, height)
-    job = _submit(
-        request,
-        "video",
-        req.prompt,
-        render,
-        mime="video/mp4",
-        ext="mp4",
-        prefix="video_",
-        meta={"model": req.model, "seconds": seconds, "size": f"{width}x{height}"},
-    )
+    meta = {"model": req.model, "seconds": seconds, "size": f"{width}x{height}"}
+    job = _submit(request, "video", req.prompt, meta, prefix="video_")
     return json_response(_video(job))
 
 
@@ -120,15 +114,15 @@ def _video(job: JobRecord) -> dict:
     return {
         "id": job.id,
         "object": "video",
-        "model": job.meta["model"],
+        "model": job.meta.get("model"),
         "status": status,
         "progress": progress,
         "created_at": int(job.created),
         "completed_at": int(job.finished) if status == "completed" and job.finished else None,
         "expires_at": None,
         "prompt": job.prompt,
-        "seconds": f"{job.meta['seconds']:g}",
-        "size": job.meta["size"],
+        "seconds": _seconds(job.meta.get("seconds")),
+        "size": job.meta.get("size"),
         "remixed_from_video_id": None,
         "error": {"code": "render_failed", "message": job.error} if job.error else None,
     }
@@ -174,11 +168,8 @@ async def submit_imagine(request: Request) -> Response:
         raise Fail(400, f"prompt: {exc}", param="prompt") from None
     if not prompt:
         raise Fail(400, "prompt: must hold a description besides its --flags", param="prompt")
-    from ..backends import image
-
-    render = functools.partial(image.render, prompt, width, height)
     meta = {"clean": prompt, "flags": options, "width": width, "height": height}
-    job = _submit(request, "imagine", req.prompt, render, mime="image/png", ext="png", meta=meta)
+    job = _submit(request, "imagine", req.prompt, meta)
     return json_response({"code": 1, "description": "Submit success", "result": job.id, "properties": {}})
 
 
@@ -191,7 +182,7 @@ async def fetch_imagine(request: Request, job: JobRecord) -> Response:
             "id": job.id,
             "action": "IMAGINE",
             "prompt": job.prompt,
-            "promptEn": job.meta["clean"],
+            "promptEn": job.meta.get("clean", job.prompt),
             "description": f"/imagine {job.prompt}",
             "state": "",
             "submitTime": _ms(job.created),
@@ -202,9 +193,9 @@ async def fetch_imagine(request: Request, job: JobRecord) -> Response:
             "progress": f"{progress}%",
             "failReason": job.error,
             "properties": {
-                "flags": job.meta["flags"],
-                "width": job.meta["width"],
-                "height": job.meta["height"],
+                "flags": job.meta.get("flags", {}),
+                "width": job.meta.get("width"),
+                "height": job.meta.get("height"),
             },
         }
     )
@@ -219,18 +210,7 @@ async def submit_music(request: Request) -> Response:
     check_length("prompt", req.prompt)
     check_length("style", req.style, 200)
     seconds = _number(data, "seconds", 4.0, 1.0, 30.0)
-    from ..backends import music
-
-    render = functools.partial(music.synthesize, req.prompt, req.style, seconds)
-    job = _submit(
-        request,
-        "music",
-        req.prompt,
-        render,
-        mime="audio/wav",
-        ext="wav",
-        meta={"style": req.style, "seconds": seconds},
-    )
+    job = _submit(request, "music", req.prompt, {"style": req.style, "seconds": seconds})
     return json_response({"code": "success", "message": "", "data": job.id})
 
 
@@ -246,8 +226,8 @@ async def fetch_music(request: Request, job: JobRecord) -> Response:
                 "title": " ".join(job.prompt.split()[:8]),
                 "audio_url": file_url(request, job.file),
                 "image_url": None,
-                "tags": job.meta["style"] or "",
-                "duration": job.meta["seconds"],
+                "tags": job.meta.get("style") or "",
+                "duration": job.meta.get("seconds"),
                 "prompt": job.prompt,
                 "status": "complete",
             }

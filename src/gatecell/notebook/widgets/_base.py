@@ -9,6 +9,7 @@ from those threads reach the frontend through the kernel's thread-safe iopub cha
 
 from __future__ import annotations
 
+import contextvars
 import html
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -136,7 +137,18 @@ def latency_text(result: Any) -> str:
 
 
 def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    thread = threading.Thread(target=target, name=f"gatecell-{name}", daemon=True)
+    """Run ``target`` in a daemon thread, in a copy of the caller's context (a thread starts
+    with an empty one): the calls it makes are logged with the notebook's path, and with
+    whatever the caller set (`gatecell.wire.context`)."""
+    from gatecell.notebook.log import calls_in
+
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        with calls_in(None):
+            target()
+
+    thread = threading.Thread(target=context.run, args=(run,), name=f"gatecell-{name}", daemon=True)
     thread.start()
     return thread
 

@@ -1,0 +1,156 @@
+"""The store in the notebook: ``%gatecell log``, ``usage``, ``jobs``, ``export`` and
+``restore``, and what a call's log row learns from the notebook.
+
+Everything in the log came from a gateway or a model (or was typed by the user): tables go
+through `display.show_table`, whose every cell is shown as written, never as Markdown or
+HTML. The store is read through `gatecell.store` (loaded on first use, not at
+``%load_ext``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .display import show_table
+
+__all__ = ["notebook_path", "calls_in", "show_log", "show_usage", "show_jobs", "export", "restore"]
+
+
+def notebook_path(shell: Any = None) -> str | None:
+    """The notebook's path when the kernel knows it and only the notebook layer can tell:
+    VS Code puts it in the namespace as ``__vsc_ipynb_file__`` (a Jupyter Server kernel has
+    ``JPY_SESSION_NAME``, which the client reads itself)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    path = getattr(shell, "user_ns", {}).get("__vsc_ipynb_file__")
+    return path if isinstance(path, str) and path else None
+
+
+@contextmanager
+def calls_in(shell: Any, *, conversation: str | None = None, cache: bool | None = None) -> Iterator[None]:
+    """Calls made in the block are logged with the notebook's path (when the kernel knows
+    it) and this conversation, and answered from the cache when ``cache`` is True; what is
+    not given stays as around the block (see `gatecell.wire.context`)."""
+    from gatecell.wire.context import call_context
+
+    given = {"notebook": notebook_path(shell), "conversation": conversation, "cache": cache}
+    with call_context(**{name: value for name, value in given.items() if value is not None}):
+        yield
+
+
+def _store() -> Any:
+    from gatecell import store
+
+    return store.default_store()
+
+
+def show_log(n: int, q: str | None, model: str | None, conversation: str | None) -> None:
+    """The last ``n`` exchanges (matching ``q``...), oldest first, as a table."""
+    from gatecell.store.report import short
+
+    st = _store()
+    rows = st.logs(n=n, q=q, model=model, conversation=conversation)
+    if not rows:
+        print("nothing logged yet" if not (q or model or conversation) else "no exchange matches")
+        return
+    table = []
+    for row in reversed(rows):
+        usage = row["usage"] or {}
+        flags = [f for f in ("cached" if row["cached"] else "", "partial" if row["partial"] else "") if f]
+        table.append(
+            (
+                row["time"].replace("T", " ")[:19],
+                row["model"] or "-",
+                row["api"] or row["endpoint"],
+                row["conversation"] or "",
+                short(row["prompt"], 60),
+                short(row["error"] or row["response"], 80),
+                "" if usage.get("total_tokens") is None else str(usage["total_tokens"]),
+                "" if row["latency"] is None else f"{row['latency']:.2f} s",
+                " ".join(flags),
+            )
+        )
+    headers = ["time (UTC)", "model", "api", "conversation", "prompt", "reply or error", "tokens", "latency"]
+    headers.append("")  # cached, partial
+    note = f"The log is `{st.path}`; `gatecell logs -n {n}` shows the exchanges whole."
+    show_table(headers, table, note=note)
+
+
+def show_usage(since: str | None, prices: Any) -> None:
+    """Requests and tokens per day and model; a cost column only where prices are given:
+    ``%config Gatecell.prices`` (a file, or a table), else ``GATECELL_PRICES``."""
+    from gatecell.store import settings
+    from gatecell.store.prices import load_prices, prices_from
+    from gatecell.store.report import since_value, usage_cells
+
+    if isinstance(prices, dict):
+        table = prices_from(prices, "Gatecell.prices")
+    else:
+        path = Path(prices).expanduser() if prices else settings().prices
+        table = load_prices(path) if path else {}
+    rows = _store().usage(since=since_value(since) if since else None, prices=table)
+    if not rows:
+        print("nothing logged yet" if not since else f"nothing logged since {since}")
+        return
+    header, body = usage_cells(rows, with_cost=bool(prices) or settings().prices is not None)
+    show_table(header, body, note="Days are UTC; cache hits cost nothing and are not counted.")
+
+
+def show_jobs(n: int) -> None:
+    from gatecell.store.report import jobs_cells
+
+    jobs = _store().jobs(n)
+    if not jobs:
+        print("no job logged yet")
+        return
+    header, body = jobs_cells(jobs)
+    show_table(header, body, note="Pick one up with `%gatecell job ID`, in this kernel or another.")
+
+
+def export(name: str, path: str | None) -> None:
+    """Write conversation ``name`` from the log: Markdown, or JSON Lines for a ``.jsonl``
+    or ``.ndjson`` path (one exchange per line, the keys of ``gatecell logs --json``)."""
+    from gatecell.store.report import exchange_text, json_line
+
+    from .display import safe_name
+
+    turns = _store().conversation(name)
+    if not turns:
+        print(f"no conversation named {name!r} in the log")
+        return
+    target = Path(path).expanduser() if path else Path(f"{safe_name(name, 'conversation')}.md")
+    if target.suffix.lower() in (".jsonl", ".ndjson"):
+        text = "".join(json_line(turn) + "\n" for turn in turns)
+    else:
+        text = f"# Conversation {name}\n\n" + "\n".join(exchange_text(turn) for turn in turns)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote the {len(turns)} exchanges of conversation {name!r} to {target}")
+
+
+def restore(name: str, memory: Any) -> None:
+    """Bring conversation ``name`` back into ``memory`` as it was last sent, with its reply:
+    ``%%chat -c NAME`` goes on from there (after a kernel restart, say)."""
+    from gatecell.store.queries import chat_messages
+
+    from .memory import Conversation, Turn
+
+    turns = [t for t in _store().conversation(name) if t["response"] or not t["partial"]]
+    if not turns:
+        print(f"no conversation named {name!r} in the log")
+        return
+    last = turns[-1]
+    conversation = Conversation(name)
+    messages = chat_messages(last)
+    for i, message in enumerate(messages):
+        partial = last["partial"] and i == len(messages) - 1
+        conversation.turns.append(Turn(message["role"], message["content"], partial=partial))
+    memory.conversations[name] = conversation
+    count = sum(t.role == "user" for t in conversation.turns)
+    when = last["time"].replace("T", " ")[:19]
+    turns_said = f"{count} turn" + ("" if count == 1 else "s")
+    print(f"restored conversation {name!r}: {turns_said}, the last at {when} UTC with {last['model']}")

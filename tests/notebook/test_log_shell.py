@@ -1,0 +1,114 @@
+"""``%gatecell log``, ``usage``, ``export`` and ``restore`` in a real IPython shell, on a log
+of the test's own: what a model wrote is shown as text, bad input is one line, and a
+conversation comes back as it was last sent (whatever API carried it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gatecell.store import Store
+
+HOSTILE = '<img src=x onerror="alert(1)"> **bold** <script>alert(2)</script> | cell'
+
+
+@pytest.fixture
+def log(ipshell, tmp_path, monkeypatch):
+    """A log of the test's own (GATECELL_HOME), with its Store to fill."""
+    monkeypatch.setenv("GATECELL_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    store = Store(tmp_path / "gatecell.db")
+    yield store
+    store.close()
+
+
+def _tags(html: str) -> list[tuple[str, list]]:
+    """Every element of an HTML fragment, with its attributes."""
+    from html.parser import HTMLParser
+
+    found: list[tuple[str, list]] = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: found.append((tag, attrs))  # type: ignore[method-assign]
+    parser.feed(html)
+    return found
+
+
+def _chat(store: Store, prompt: str, reply: str, *, conversation: str | None = None, messages=None, **params):
+    body = {"model": "m", "messages": messages or [{"role": "user", "content": prompt}], **params}
+    store.log("/v1/chat/completions", "m", body, text=reply, conversation=conversation, status=200)
+
+
+def test_the_log_table_shows_what_a_model_wrote_as_text(log, cell_runner):
+    _chat(log, "show me html", HOSTILE)
+    assert log.flush(30)
+    result, captured = cell_runner("%gatecell log")
+    assert result.success, result.error_in_exec
+    (table,) = [o.data for o in captured.outputs if "text/html" in o.data]
+    tags = _tags(table["text/html"])
+    assert not {"img", "script"} & {tag for tag, _ in tags}
+    assert not [name for _, attrs in tags for name, _ in attrs if name.startswith("on")]
+    assert "&lt;img" in table["text/html"] and "strong" not in {tag for tag, _ in tags}  # shown as written
+    assert "show me html" in table["text/plain"]
+
+
+def test_bad_input_and_missing_names_are_one_line(log, cell_runner):
+    result, captured = cell_runner("%gatecell usage --since yesterday")
+    assert not result.success and "since" in str(result.error_in_exec)
+    assert len(captured.stderr.strip().splitlines()) == 1
+    for line, said in (
+        ("%gatecell restore nope", "no conversation named 'nope' in the log"),
+        ("%gatecell export nope", "no conversation named 'nope' in the log"),
+        ("%gatecell log", "nothing logged yet"),
+        ("%gatecell jobs", "no job logged yet"),
+    ):
+        result, captured = cell_runner(line)
+        assert result.success and captured.stdout.strip() == said, (line, captured.stdout)
+
+
+@pytest.mark.parametrize(
+    ("sent", "params"),
+    [
+        ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "a"},
+          {"role": "assistant", "content": "A"}, {"role": "user", "content": "b"}], {}),
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "A"},
+          {"role": "user", "content": "b"}], {"system": "Be brief."}),
+    ],
+    ids=["chat", "messages"],
+)  # fmt: skip
+def test_restore_brings_back_the_conversation_as_last_sent(log, cell_runner, ipshell, sent, params):
+    from gatecell.notebook import _STATE
+
+    _chat(log, "a", "A", conversation="trip")
+    endpoint = "/v1/chat/completions" if not params else "/v1/messages"
+    log.log(
+        endpoint, "m", {"model": "m", "messages": sent, **params}, text="B", conversation="trip", status=200
+    )
+    assert log.flush(30)
+    result, captured = cell_runner("%gatecell restore trip")
+    assert result.success and "restored conversation 'trip': 2 turns" in captured.stdout
+    memory = _STATE[id(ipshell)]["magics"].session.memory
+    turns = [(t.role, t.content) for t in memory.get("trip").turns]
+    assert turns == [
+        ("system", "Be brief."),
+        ("user", "a"),
+        ("assistant", "A"),
+        ("user", "b"),
+        ("assistant", "B"),
+    ]
+    memory.reset("trip")
+
+
+def test_export_writes_markdown_or_json_lines(log, cell_runner, tmp_path):
+    _chat(log, "first", "one", conversation="trip")
+    _chat(log, "second", "two", conversation="trip")
+    assert log.flush(30)
+    assert cell_runner("%gatecell export trip")[0].success
+    assert cell_runner("%gatecell export trip out.ndjson")[0].success
+    markdown = (tmp_path / "trip.md").read_text()
+    assert markdown.startswith("# Conversation trip") and markdown.index("first") < markdown.index("second")
+    lines = [json.loads(line) for line in (tmp_path / "out.ndjson").read_text().splitlines()]
+    assert [(r["prompt"], r["response"], r["conversation"]) for r in lines] == [
+        ("first", "one", "trip"),
+        ("second", "two", "trip"),
+    ]
