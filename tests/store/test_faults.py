@@ -17,6 +17,7 @@ import pytest
 from store_helpers import clean_env, run_child, run_cli
 
 from gatecell.store import Store
+from gatecell.store.schema import index_new
 
 NOBODY = 65534
 
@@ -39,9 +40,11 @@ def child(script: str, path: Path, **env: str) -> subprocess.CompletedProcess[st
 
 
 def integrity(path: Path) -> tuple[str, int]:
-    """``PRAGMA integrity_check`` (the FTS5 index checked too) and the number of exchanges."""
-    with sqlite3.connect(path) as conn:
+    """``PRAGMA integrity_check`` (the FTS5 index checked too, once a search has brought it up
+    to date) and the number of exchanges."""
+    with sqlite3.connect(path, isolation_level=None) as conn:
         check = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        assert index_new(conn)
         conn.execute("INSERT INTO exchanges_fts (exchanges_fts) VALUES ('integrity-check')")
         return check, conn.execute("SELECT count(*) FROM exchanges").fetchone()[0]
 

@@ -323,6 +323,23 @@ def test_logs_filter_and_order_newest_first(store: Store):
     ]
 
 
+@pytest.mark.skipif(not fts5_available(), reason="this SQLite has no FTS5")
+def test_rows_are_indexed_when_searched_not_when_written(store: Store):
+    _fill_for_queries(store)
+
+    def indexed() -> int:
+        with sqlite3.connect(store.path) as conn:
+            return conn.execute("SELECT count(*) FROM exchanges_fts_docsize").fetchone()[0]
+
+    assert indexed() == 0  # the writer left the index alone
+    assert [r["prompt"] for r in store.logs(q="lighthouse", n=1)] == ["And in the morning?"]
+    assert indexed() == 5
+    store.log(CHAT, "gpt-a", chat_body("a lighthouse keeper"), text="kept")
+    assert store.flush(30) and indexed() == 5
+    assert [r["prompt"] for r in store.logs(q="keeper")] == ["a lighthouse keeper"]
+    assert indexed() == 6
+
+
 def test_search_without_fts5_falls_back_to_like(home: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(gatecell.store.schema, "fts5_available", lambda: False)  # a SQLite built without it
     s = Store(home / "plain.db")

@@ -16,7 +16,7 @@ from typing import Any
 from .keys import gateway_address
 from .prices import Price
 from .records import text_of
-from .schema import has_fts
+from .schema import index_new
 
 __all__ = [
     "Answer",
@@ -148,7 +148,7 @@ def exchanges(
     where: list[str] = []
     args: list[Any] = []
     terms = search_terms(q or "")
-    if terms and has_fts(conn):
+    if terms and index_new(conn):
         # The index first (CROSS JOIN keeps it outside), in rowid order: no sort, early stop.
         source, order = "exchanges_fts AS f CROSS JOIN exchanges AS e ON e.id = f.rowid", "f.rowid"
         where.append("exchanges_fts MATCH ?")

@@ -58,8 +58,11 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | updated | TEXT | last recorded (UTC ISO 8601) |
 | body_json | TEXT | the gateway's last body about the job |
 
-``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content,
-kept by triggers), where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it.
+``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content),
+where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it. The index is brought
+up to date when it is searched (``fts_indexed`` holds the last ``exchanges.id`` it covers), not
+by a trigger on every insert: indexing costs the writer more than the rest of a row, and a log
+is written far more often than it is searched.
 
 The version is ``PRAGMA user_version``; `migrate` applies the missing steps of `MIGRATIONS`
 in order, each in one transaction, so several processes opening a new file at once are safe.
@@ -71,7 +74,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-__all__ = ["MIGRATIONS", "VERSION", "migrate", "has_fts", "fts5_available"]
+__all__ = ["MIGRATIONS", "VERSION", "migrate", "has_fts", "fts5_available", "index_new"]
 
 
 def _tables(conn: sqlite3.Connection) -> None:
@@ -177,7 +180,45 @@ def _search(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO exchanges_fts (exchanges_fts) VALUES ('rebuild')")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_tables, _search]
+def _search_when_asked(conn: sqlite3.Connection) -> None:
+    """Index rows when a search needs them (see `index_new`), not as they are written."""
+    if not has_fts(conn):
+        return
+    conn.execute("DROP TRIGGER exchanges_fts_insert")
+    conn.execute("CREATE TABLE fts_indexed (id INTEGER NOT NULL)")
+    conn.execute("INSERT INTO fts_indexed SELECT coalesce(max(id), 0) FROM exchanges")
+    for name in ("exchanges_fts_delete", "exchanges_fts_update"):  # only rows the index holds
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+        conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(sql.replace(" BEGIN", " WHEN old.id <= (SELECT id FROM fts_indexed) BEGIN", 1))
+
+
+def index_new(conn: sqlite3.Connection) -> bool:
+    """Add the rows written since the last search to the FTS5 index; False when there is no
+    index, or it cannot be brought up to date here (a read-only file): search by LIKE then."""
+    if not has_fts(conn):
+        return False
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            done = conn.execute("SELECT id FROM fts_indexed").fetchone()[0]
+            conn.execute(
+                "INSERT INTO exchanges_fts (rowid, prompt, response) "
+                "SELECT id, prompt, response FROM exchanges WHERE id > ?",
+                (done,),
+            )
+            conn.execute("UPDATE fts_indexed SET id = (SELECT coalesce(max(id), ?) FROM exchanges)", (done,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_tables, _search, _search_when_asked]
 VERSION = len(MIGRATIONS)
 
 
