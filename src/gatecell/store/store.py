@@ -404,13 +404,18 @@ class Store:
         if self._written < self._queued:
             self.flush(_LOOKUP_WAIT)
 
-    def lookup(self, key: str) -> queries.Answer | None:
+    def lookup(self, key: str, *, settle: bool = True) -> queries.Answer | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
-        itself a cache hit. None when there is none, or when the store is off."""
+        itself a cache hit. None when there is none, or when the store is off.
+
+        ``settle=False`` reads what is committed without waiting for this process's own
+        pending writes: the batch engine looks up every row while it logs others, and a wait
+        per row would hold it to the writer's pace."""
         if self.off is not None:
             return None
-        self._settle()
+        if settle:
+            self._settle()
         try:
             conn = self._reader()
             return queries.answer(conn, key) if conn is not None else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -55,6 +55,9 @@ from .streams import (
     TextStream,
     _Stream,
 )
+
+if TYPE_CHECKING:
+    from gatecell.batch import Batch
 
 __all__ = [
     "Gateway",
@@ -844,6 +847,13 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         return not target.is_absolute_url or same_origin(self._origin, target)
 
 
+def _map_options(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The options of a ``map`` call, from its ``locals()``."""
+    return {
+        k: v for k, v in arguments.items() if k not in ("self", "template", "data", "run_map", "arun_map")
+    }
+
+
 class Gateway(
     _Endpoints[ChatCompletion, ChatStream, Reply, TextStream, ImageResult, Audio, ModelList, Job],
     Closing,
@@ -859,6 +869,38 @@ class Gateway(
 
     def _run(self, program: Program[T]) -> T:
         return run(program, self._http)
+
+    def map(
+        self,
+        template: str,
+        data: Any,
+        *,
+        model: str | None = None,
+        api: str = "chat",
+        system: str | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        max_retries: int | None = None,
+        cache: bool = True,
+        progress: bool = True,
+        on_error: str = "record",
+    ) -> Batch:
+        """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
+        DataFrame's columns, ``{item}`` for plain values), sent on ``api`` with up to
+        ``concurrency`` requests at once, within ``rpm``/``tpm``; a `Batch` of the replies.
+
+        Finished rows are logged and, with ``cache``, answered from the log, so running it
+        again after an interrupt sends only the rest. A row that still fails after its
+        retries records its error (``on_error="raise"``: raises `BatchError`). Ctrl-C returns
+        the rows done so far. See `gatecell.batch`.
+        """
+        from gatecell.batch import run as run_map
+
+        return run_map(self, template, data, **_map_options(locals()))
 
     def close(self) -> None:
         self._http.close()
@@ -888,6 +930,30 @@ class AsyncGateway(
 
     def _run(self, program: Program[T]) -> Coroutine[Any, Any, T]:
         return arun(program, self._http)
+
+    async def map(
+        self,
+        template: str,
+        data: Any,
+        *,
+        model: str | None = None,
+        api: str = "chat",
+        system: str | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        max_retries: int | None = None,
+        cache: bool = True,
+        progress: bool = True,
+        on_error: str = "record",
+    ) -> Batch:
+        """`Gateway.map`, on the running event loop."""
+        from gatecell.batch import arun as arun_map
+
+        return await arun_map(self, template, data, **_map_options(locals()))
 
     async def aclose(self) -> None:
         await self._http.aclose()

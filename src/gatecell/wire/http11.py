@@ -193,11 +193,17 @@ class Pool:
     """Kept-alive connections to the origin of ``url`` (its path is the caller's business).
 
     ``connect_timeout`` bounds opening a connection (TLS included); ``answer_timeout`` the wait
-    from sending a request to the head of its answer. At most ``idle`` connections are kept.
+    from sending a request to the head of its answer (None: the caller bounds it, say with a
+    deadline for the whole answer). At most ``idle`` connections are kept.
     """
 
     def __init__(
-        self, url: str, *, connect_timeout: float = 10.0, answer_timeout: float = 600.0, idle: int = 256
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 10.0,
+        answer_timeout: float | None = 600.0,
+        idle: int = 256,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -248,8 +254,11 @@ class Pool:
             answer = Answer(self, conn)
             try:
                 conn[1].write(raw)
-                async with timeout(self.answer_timeout):
+                if self.answer_timeout is None:
                     await answer.read_head(method)
+                else:
+                    async with timeout(self.answer_timeout):
+                        await answer.read_head(method)
                 return answer
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 answer.release()

@@ -1,0 +1,457 @@
+"""The batch engine: one prompt per row, many rows in flight, every finished row in the log.
+
+Each row is one call of the client's own endpoint methods (`conversation.for_api` picks
+the method, the method validates and builds the body, routes a reasoning model to
+/v1/responses and parses the reply), run as a sans-IO program by `drivers.arun`, exactly
+as `AsyncGateway` runs it. Only the sender differs: `_RowSender` carries each request over
+the lean HTTP/1.1 pool of `wire.http11` instead of httpx, whose pool costs more CPU per
+request than everything else a row does. On that one path it also:
+
+- answers from the log: a request the log holds an answer for (same cache key as any
+  other entry point: `store.cache_key`) is not sent, so a re-run after an interrupt, a
+  kernel restart or a SIGKILL sends only the rows that had not finished;
+- paces (`pacing`): ``rpm``/``tpm`` schedules, and a 429 pauses the whole batch for its
+  Retry-After and halves the concurrency (which then creeps back up) before the same
+  request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
+  the client's `RetryPolicy` per row.
+
+Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
+number of rows. Finished rows go to the store's writer thread in groups (every
+`FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
+transactions rather than one per row, and a worker does not start a new row while more than
+`UNCOMMITTED` finished rows wait for their commit. So a process killed outright re-sends at
+most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from gatecell.wire.client import _Endpoints
+from gatecell.wire.conversation import TEXT_APIS, for_api
+from gatecell.wire.drivers import arun
+from gatecell.wire.errors import GatecellError, InvalidRequest
+from gatecell.wire.exchange import Call, Program
+from gatecell.wire.http11 import BROKEN, Pool, timeout
+from gatecell.wire.limits import compressed, too_large_error
+from gatecell.wire.retry import retry_after
+from gatecell.wire.schemas import usage_of
+
+from .pacing import Pacing
+from .result import Batch, BatchError, Row
+from .rows import RowError, Rows, Template
+
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+
+RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
+UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
+FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
+FLUSH_ROWS = 200  # or how many wait
+_FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
+_DROPPED_HEADERS = frozenset((b"host", b"content-length", b"transfer-encoding"))
+
+
+class _Programs(_Endpoints[Any, Any, Any, Any, Any, Any, Any, Any]):
+    """A client's endpoints returning their programs unrun, for the engine to drive: the
+    same validation, bodies, routing and parsing as the client (a copy of its settings)."""
+
+    def __init__(self, client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any], max_retries: int | None):
+        self.__dict__.update(client.__dict__)
+        if max_retries is not None:
+            self.retry = dataclasses.replace(client.retry, max_retries=max_retries)
+        # The client's request, built cheaper: each path's URL once, the headers once per kind
+        # of credential (httpx's build_request merges and parses them for every request).
+        self._urls: dict[str, httpx.URL] = {}
+        base = self._http.headers
+        key = self._api_key.reveal() if self._api_key else None
+        bearer = [(n, v) for n, v in base.raw if n.lower() != b"authorization"]
+        self._headers = {
+            "bearer": base.raw,
+            "none": bearer,
+            "goog": bearer + ([(b"x-goog-api-key", key.encode())] if key else []),
+        }
+
+    def _run(self, program: Program[Any]) -> Program[Any]:
+        return program
+
+    def _build(self, call: Call) -> httpx.Request:
+        if call.stream or call.path[:1] != "/" or call.auth not in self._headers:
+            return super()._build(call)
+        url = self._urls.get(call.path)
+        if url is None:
+            url = self._urls[call.path] = httpx.URL(self.base_url + call.path)
+        return httpx.Request(call.method, url, headers=self._headers[call.auth], content=call.body)
+
+
+class _Cached(Exception):
+    """The log has the answer: the row's program stops before sending."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+
+def _positive(name: str, value: Any, kind: type = float) -> Any:
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if not ok or (kind is int and int(value) != value):
+        raise InvalidRequest(
+            name, f"must be a positive {'whole ' if kind is int else ''}number; got {value!r}"
+        )
+    return kind(value)
+
+
+class Engine:
+    """One map over rows; `run` it on an event loop, `stop` it from any thread."""
+
+    def __init__(
+        self,
+        client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+        template: str,
+        data: Any,
+        *,
+        model: str | None = None,
+        api: str = "chat",
+        system: str | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        max_retries: int | None = None,
+        cache: bool = True,
+        on_error: str = "record",
+        store: Any = None,
+    ) -> None:
+        import os
+
+        # Everything is checked here, before any request.
+        if api not in TEXT_APIS:
+            raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
+        if on_error not in ("record", "raise"):
+            raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {on_error!r}")
+        self.concurrency = _positive("concurrency", concurrency, int)
+        rpm, tpm = _positive("rpm", rpm), _positive("tpm", tpm)
+        if max_retries is not None and (not isinstance(max_retries, int) or max_retries < 0):
+            raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {max_retries!r}")
+        self.template = Template(template)
+        self.rows = Rows(data)
+        self.rows.check(self.template)
+        self.model = model or os.environ.get("GATECELL_MODEL") or "local-chat"
+        self.api = api
+        self.on_error = on_error
+        self.cache = cache
+        self.programs = _Programs(client, max_retries)
+        self.base_url = client.base_url
+        self._system = [{"role": "system", "content": system}] if system else []
+        self._sampling: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        self._max_tokens = max_tokens
+        self.program_for("check")  # the sampling options, validated once by the endpoint itself
+        self.pacing = Pacing(self.concurrency, rpm, tpm)
+        self.store = store
+        self._json_cap: int = client._json_cap
+        self._timeout: float = client.request_timeout
+        self._connect_timeout: float = client._http.timeout.connect or 5.0
+        self._pools: dict[tuple[str, str, int | None], Pool] = {}
+        self._completion_guess = float(max_tokens or _FIRST_COMPLETION_GUESS)
+        # Progress, read by whoever shows it.
+        self.done = self.failed = self.cached = self.tokens = self.requests = 0
+        self.started = 0.0
+        self._labels: list[Any] = []
+        self._results: list[Row | None] = []
+        self._stopping = False
+        self._failure: Row | None = None
+        self._tasks: list[asyncio.Future[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._logged = 0  # rows handed to the writer
+        self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
+        self._committed_base = store.rows if store is not None else 0
+
+    # -- the rows ---------------------------------------------------------------------
+
+    @property
+    def total(self) -> int | None:
+        return self.rows.total
+
+    def program_for(self, prompt: str) -> Program[Any]:
+        messages = [*self._system, {"role": "user", "content": prompt}]
+        method, arguments = for_api(self.api, self.model, messages, **self._sampling)
+        return getattr(self.programs, method)(stream=False, **arguments)
+
+    def _pull(self) -> Iterator[tuple[int, Any, Mapping[str, Any]]]:
+        for position, (label, fields) in enumerate(self.rows):
+            self._labels.append(label)
+            self._results.append(None)
+            yield position, label, fields
+
+    async def _worker(self, rows: Iterator[tuple[int, Any, Mapping[str, Any]]]) -> None:
+        for position, label, fields in rows:
+            await self._row(position, label, fields)
+            if self._failure is not None and self.on_error == "raise":
+                self.stop()
+                return
+            while self._uncommitted() > UNCOMMITTED:
+                await asyncio.sleep(0.002)
+
+    def _uncommitted(self) -> int:
+        store = self.store
+        if store is None or store.off is not None or not store.log_enabled:
+            return 0
+        return len(self._unlogged) + self._logged - (store.rows - self._committed_base)
+
+    async def _row(self, position: int, label: Any, fields: Mapping[str, Any]) -> None:
+        started = time.perf_counter()
+        row = Row(label, model=self.model)
+        sender = _RowSender(self)
+        try:
+            prompt = self.template.fill(fields)
+            result = await arun(self.program_for(prompt), sender)
+        except RowError as exc:
+            row.error = str(exc)
+        except _Cached as hit:
+            answer = hit.answer
+            row.text, row.cached, row.reply = answer.text, True, answer.response
+            row.usage, row.request_id, row.endpoint = (
+                usage_of(answer.usage),
+                answer.request_id,
+                answer.endpoint,
+            )
+        except GatecellError as exc:
+            row.error = " ".join(str(exc).split())
+        else:
+            meta = result.meta
+            row.text, row.reply = result.text, result
+            row.usage, row.request_id, row.endpoint = meta.usage, meta.request_id, meta.endpoint
+            row.attempts = meta.attempts
+        row.latency = time.perf_counter() - started
+        row.attempts = row.attempts or sender.sent
+        self._results[position] = row
+        self._count(row, sender)
+        self._log(row, sender)
+
+    def _count(self, row: Row, sender: _RowSender) -> None:
+        if row.error is not None:
+            self.failed += 1
+            if self._failure is None:
+                self._failure = row
+            return
+        self.done += 1
+        self.cached += row.cached
+        usage = row.usage
+        if usage is not None:
+            self.tokens += usage.total_tokens or 0
+            if not row.cached and sender.booked:  # the tpm schedule learns what rows cost
+                self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
+                self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
+
+    def _log(self, row: Row, sender: _RowSender) -> None:
+        store = self.store
+        if store is None or sender.body is None:
+            return
+        arguments = (sender.path or row.endpoint or "", self.model, sender.body)
+        self._unlogged.append(
+            (
+                arguments,
+                {
+                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.reply,
+                    "text": row.text,
+                    "usage": row.usage,
+                    "latency": row.latency,
+                    "status": sender.status,
+                    "error": row.error,
+                    "request_id": row.request_id,
+                    "gateway": self.base_url,
+                    "cached": row.cached,
+                    "cache_key": sender.key,
+                    "secrets": (self.programs.api_key,),
+                },
+            )
+        )
+        if len(self._unlogged) >= FLUSH_ROWS:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the finished rows to the store's writer, all at once: it commits what it finds
+        waiting in one transaction."""
+        unlogged, self._unlogged = self._unlogged, []
+        for arguments, fields in unlogged:
+            self.store.log(*arguments, **fields)
+        self._logged += len(unlogged)
+
+    async def _hand_over_often(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            self._hand_over()
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(self) -> Batch:
+        """Run every row; the `Batch` (partial if `stop` came first)."""
+        self.started = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        rows = self._pull()
+        self._tasks = [asyncio.ensure_future(self._worker(rows)) for _ in range(self.concurrency)]
+        if self._stopping:  # stopped before it began
+            self.stop()
+        handing = asyncio.ensure_future(self._hand_over_often())
+        interrupted = False
+        try:
+            await asyncio.gather(*self._tasks)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            interrupted = self._failure is None or self.on_error != "raise"
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            handing.cancel()
+            if self.store is not None:
+                self._hand_over()
+            for pool in self._pools.values():
+                await pool.aclose()
+        batch = self._batch(interrupted)
+        if self.store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.flush, 10.0)
+        if self._failure is not None and self.on_error == "raise":
+            raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
+        return batch
+
+    def stop(self) -> None:
+        """Stop at once: rows in flight are dropped (not logged), the rest never start."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+
+    def stop_threadsafe(self) -> None:
+        """`stop`, from another thread (the one that took the Ctrl-C)."""
+        self._stopping = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.stop)
+
+    def _batch(self, interrupted: bool) -> Batch:
+        labels, results = self._labels, self._results
+        total = self.rows.total
+        if total is not None and len(results) < total:  # interrupted before the last rows were pulled
+            results = results + [None] * (total - len(results))
+            labels = list(self.rows.index) if self.rows.index is not None else list(range(total))
+        return Batch(
+            labels,
+            results,
+            index=self.rows.index,
+            pandas=self.rows.pandas,
+            interrupted=interrupted,
+            seconds=time.perf_counter() - self.started,
+            requests=self.requests,
+            rate_limited=self.pacing.rate_limited,
+        )
+
+    # -- the wire ---------------------------------------------------------------------
+
+    def pool(self, url: httpx.URL) -> Pool:
+        origin = (url.scheme, url.host, url.port)
+        pool = self._pools.get(origin)
+        if pool is None:
+            pool = self._pools[origin] = Pool(
+                str(url.copy_with(path="/", query=None, fragment=None)),
+                connect_timeout=self._connect_timeout,
+                answer_timeout=None,
+                idle=self.concurrency,
+            )
+        return pool
+
+
+class _RowSender:
+    """Sends the requests of one row's program (see `drivers.AsyncSender`)."""
+
+    __slots__ = ("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited")
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.key: str | None = None
+        self.body: bytes | None = None  # of the last request
+        self.path: str | None = None
+        self.raw: bytes | None = None  # the last answer's body
+        self.status: int | None = None
+        self.sent = 0
+        self.booked = 0.0  # tokens booked on the tpm schedule
+        self.rate_limited = 0
+
+    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        engine = self.engine
+        body = request.content
+        self.body, self.path = body, request.url.path
+        if engine.cache and engine.store is not None:
+            from gatecell.store import cache_key
+
+            key = cache_key(self.path, engine.model, body, engine.base_url)
+            if key != self.key:
+                self.key = key
+                answer = engine.store.lookup(key, settle=False)
+                if answer is not None:
+                    raise _Cached(answer)
+        if request.url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"cannot send to {request.url.scheme!r} URLs", request=request)
+        pool = engine.pool(request.url)
+        headers = [(n, v) for n, v in request.headers.raw if n.lower() not in _DROPPED_HEADERS]
+        raw = pool.request_bytes(request.method, request.url.raw_path, headers, body)
+        pacing = engine.pacing
+        tokens = 0.0
+        if pacing.tokens is not None:
+            tokens = len(body) / 4 + (engine._max_tokens or engine._completion_guess)
+        while True:
+            sent_at = await pacing.acquire(tokens)
+            self.booked += tokens
+            self.sent += 1
+            engine.requests += 1
+            try:
+                status, head, content = await self._exchange(pool, request, raw)
+            finally:
+                pacing.release()
+            if status == 429 and self.rate_limited < RATE_LIMIT_RETRIES:
+                self.rate_limited += 1
+                wait = retry_after(httpx.Headers(head))
+                pacing.rate_limited_for(
+                    wait if wait is not None else min(2.0**self.rate_limited, 30.0), sent_at
+                )
+                continue
+            if status < 300:
+                pacing.succeeded()
+            self.status, self.raw = status, content
+            return httpx.Response(status, headers=head, content=content)
+
+    async def _exchange(
+        self, pool: Pool, request: httpx.Request, raw: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One request over the pool, its whole answer read within the request timeout and
+        the size cap; failures as the httpx errors the programs know."""
+        engine = self.engine
+        answer = None
+        try:
+            async with timeout(engine._timeout):
+                answer = await pool.send(request.method, raw)
+                if answer.coding not in (b"", b"identity") and not answer.empty:
+                    raise compressed(answer.coding.decode("latin-1"), answer.status, request)
+                content = await answer.body(engine._json_cap)
+        except asyncio.TimeoutError:
+            raise httpx.ReadTimeout(
+                f"no whole answer within {engine._timeout:g} s", request=request
+            ) from None
+        except OverflowError:
+            raise too_large_error(request, engine._json_cap) from None
+        except ConnectionRefusedError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from None
+        except BROKEN as exc:
+            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from None
+        finally:
+            if answer is not None:
+                answer.release()
+        return answer.status, answer.headers, content
