@@ -195,25 +195,50 @@ def throughput(rows: int, reps: int) -> tuple[dict, list[dict]]:
     print_table(
         ["loop", "rows/s", "CPU us/row", "rows/s vs SDK", "CPU vs SDK"],
         [
-            [n, round(t["rows_per_s"]), round(t["cpu_us_per_row"]), f"{t['rows_per_s'] / sdk['rows_per_s']:.1f}x",
-             f"{t['cpu_us_per_row'] / sdk['cpu_us_per_row']:.2f}x"]
+            [
+                n,
+                round(t["rows_per_s"]),
+                round(t["cpu_us_per_row"]),
+                f"{t['rows_per_s'] / sdk['rows_per_s']:.1f}x",
+                f"{t['cpu_us_per_row'] / sdk['cpu_us_per_row']:.2f}x",
+            ]
             for n, t in table.items()
         ],
-    )  # fmt: skip
+    )
     ours, raw = table["gatecell map"], table["raw asyncio loop"]
     speed = ours["rows_per_s"] / sdk["rows_per_s"]
     cpu = sdk["cpu_us_per_row"] / ours["cpu_us_per_row"]
     floor = ours["rows_per_s"] / raw["rows_per_s"]
-    print(f"\nmap / SDK: {speed:.1f}x rows/s (target >= 10x), CPU {cpu:.1f}x lower (target >= 5x); "
-          f"{floor:.0%} of the raw socket loop's rows/s")  # fmt: skip
+    print(
+        f"\nmap / SDK: {speed:.1f}x rows/s (target >= 10x), CPU {cpu:.1f}x lower (target >= 5x); "
+        f"{floor:.0%} of the raw socket loop's rows/s"
+    )
     summary = [
-        summary_row("map rows/s vs openai SDK loop, 64 in flight",
-                    f"{ours['rows_per_s']:,.0f}/s", f"openai {sdk['rows_per_s']:,.0f}/s", speed, ">= 10x", speed >= 10),
-        summary_row("map CPU/row vs openai SDK loop", f"{ours['cpu_us_per_row']:.0f} us",
-                    f"openai {sdk['cpu_us_per_row']:.0f} us", cpu, ">= 5x lower", cpu >= 5),
-        summary_row("map rows/s vs raw asyncio socket loop (info)", f"{ours['rows_per_s']:,.0f}/s",
-                    f"raw {raw['rows_per_s']:,.0f}/s", floor, "info", None),
-    ]  # fmt: skip
+        summary_row(
+            "map rows/s vs openai SDK loop, 64 in flight",
+            f"{ours['rows_per_s']:,.0f}/s",
+            f"openai {sdk['rows_per_s']:,.0f}/s",
+            speed,
+            ">= 10x",
+            speed >= 10,
+        ),
+        summary_row(
+            "map CPU/row vs openai SDK loop",
+            f"{ours['cpu_us_per_row']:.0f} us",
+            f"openai {sdk['cpu_us_per_row']:.0f} us",
+            cpu,
+            ">= 5x lower",
+            cpu >= 5,
+        ),
+        summary_row(
+            "map rows/s vs raw asyncio socket loop (info)",
+            f"{ours['rows_per_s']:,.0f}/s",
+            f"raw {raw['rows_per_s']:,.0f}/s",
+            floor,
+            "info",
+            None,
+        ),
+    ]
     return {"concurrency": CONCURRENCY, "runs": runs, "table": table}, summary
 
 
@@ -259,13 +284,17 @@ class Counter:
                     self.rejected += 1
                     wait = max(start + 60 - now, 0.0)
                     body = b'{"error":{"message":"rate limited","type":"rate_limit"}}'
-                    writer.write(b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
-                                 b"retry-after: %.3f\r\ncontent-length: %d\r\n\r\n%s" % (wait, len(body), body))  # fmt: skip
+                    writer.write(
+                        b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
+                        b"retry-after: %.3f\r\ncontent-length: %d\r\n\r\n%s" % (wait, len(body), body)
+                    )
                 else:
                     self._window = (start, count + 1)
                     self.times.append(now)
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                                 % (len(COMPLETION), COMPLETION))  # fmt: skip
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                        % (len(COMPLETION), COMPLETION)
+                    )
         except (asyncio.IncompleteReadError, ConnectionError, IndexError):
             writer.close()
 
@@ -282,11 +311,21 @@ def rate(rpm: int, seconds: float) -> tuple[dict, list[dict]]:
     times = server.times
     achieved = (len(times) - 1) / (times[-1] - times[0]) * 60
     error = achieved / rpm - 1
-    print(f"\nrpm={rpm}: {len(times)} requests in {times[-1] - times[0]:.1f} s = {achieved:.1f}/min "
-          f"({error:+.2%}; target within 3%), {batch.failed} failed")  # fmt: skip
+    print(
+        f"\nrpm={rpm}: {len(times)} requests in {times[-1] - times[0]:.1f} s = {achieved:.1f}/min "
+        f"({error:+.2%}; target within 3%), {batch.failed} failed"
+    )
     measured = {"rpm": rpm, "rows": rows, "achieved_rpm": achieved, "error": error, "failed": batch.failed}
-    summary = [summary_row(f"map rpm={rpm} for {seconds:.0f} s, counted at the server", f"{achieved:.1f}/min",
-                           "-", None, "within 3%", abs(error) <= 0.03 and batch.failed == 0)]  # fmt: skip
+    summary = [
+        summary_row(
+            f"map rpm={rpm} for {seconds:.0f} s, counted at the server",
+            f"{achieved:.1f}/min",
+            "-",
+            None,
+            "within 3%",
+            abs(error) <= 0.03 and batch.failed == 0,
+        )
+    ]
     return measured, summary
 
 
@@ -301,12 +340,21 @@ def limited(rpm: int, seconds: float) -> tuple[dict, list[dict]]:
     batch = gw.map("limited row {item}", range(rows), model=MODEL, rpm=rpm, concurrency=16, progress=False)
     sent = len(server.times) + server.rejected
     share = server.rejected / sent
-    print(f"\nagainst a gateway enforcing {rpm}/min: {rows} rows, {batch.failed} failed, "
-          f"{server.rejected} 429s of {sent} requests ({share:.2%}; target < 1%, no row failed)")  # fmt: skip
+    print(
+        f"\nagainst a gateway enforcing {rpm}/min: {rows} rows, {batch.failed} failed, "
+        f"{server.rejected} 429s of {sent} requests ({share:.2%}; target < 1%, no row failed)"
+    )
     measured = {"rpm": rpm, "rows": rows, "failed": batch.failed, "rejected": server.rejected, "sent": sent}
-    summary = [summary_row(f"map rpm={rpm} vs a gateway enforcing {rpm}/min with 429s", f"{share:.2%} 429s, "
-                           f"{batch.failed} failed", "-", None, "< 1% 429s, none failed",
-                           share < 0.01 and batch.failed == 0)]  # fmt: skip
+    summary = [
+        summary_row(
+            f"map rpm={rpm} vs a gateway enforcing {rpm}/min with 429s",
+            f"{share:.2%} 429s, {batch.failed} failed",
+            "-",
+            None,
+            "< 1% 429s, none failed",
+            share < 0.01 and batch.failed == 0,
+        )
+    ]
     return measured, summary
 
 
@@ -328,19 +376,35 @@ def memory(big: int) -> tuple[dict, list[dict]]:
     peaks = {}
     with spawn_neutral(1) as server:
         for rows in (1000, big):
-            out = subprocess.run([PYTHON, "-c", _MEMORY_CHILD, server.url, BENCH_KEY, str(rows)],
-                                 capture_output=True, text=True, check=True)  # fmt: skip
+            out = subprocess.run(
+                [PYTHON, "-c", _MEMORY_CHILD, server.url, BENCH_KEY, str(rows)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             peaks[rows] = int(out.stdout.split()[-1]) / 1024  # KiB -> MiB
     per_row = (peaks[big] - peaks[1000]) * 2**20 / (big - 1000)
-    print(f"\npeak RSS: {peaks[1000]:.1f} MiB for 1,000 rows, {peaks[big]:.1f} MiB for {big:,} "
-          f"({per_row:.0f} bytes per finished row: the results, not the queue)")  # fmt: skip
-    summary = [summary_row(f"map peak RSS, {big:,} rows from a generator", f"{peaks[big]:.1f} MiB",
-                           f"1,000 rows {peaks[1000]:.1f} MiB", None, "reported", None)]  # fmt: skip
+    print(
+        f"\npeak RSS: {peaks[1000]:.1f} MiB for 1,000 rows, {peaks[big]:.1f} MiB for {big:,} "
+        f"({per_row:.0f} bytes per finished row: the results, not the queue)"
+    )
+    summary = [
+        summary_row(
+            f"map peak RSS, {big:,} rows from a generator",
+            f"{peaks[big]:.1f} MiB",
+            f"1,000 rows {peaks[1000]:.1f} MiB",
+            None,
+            "reported",
+            None,
+        )
+    ]
     return {"peak_rss_mib": peaks, "bytes_per_finished_row": per_row}, summary
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--rpm", type=int, default=1200)
@@ -348,7 +412,7 @@ def main() -> None:
     parser.add_argument("--memory-rows", type=int, default=100_000)
     parser.add_argument("--only", nargs="*", default=["throughput", "rate", "limited", "memory"])
     args = parser.parse_args()
-    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the progress bars of the map runs
+    sys.stderr = open(os.devnull, "w")  # the progress bars of the map runs
     measurements, summary = {}, []
     steps = {
         "throughput": lambda: throughput(args.rows, args.reps),

@@ -151,7 +151,11 @@ class Engine:
         self.programs = _Programs(client, max_retries)
         self.base_url = client.base_url
         self._system = [{"role": "system", "content": system}] if system else []
-        self._sampling: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        self._sampling: dict[str, Any] = {
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+        }
         self._max_tokens = max_tokens
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
         self.pacing = Pacing(self.concurrency, rpm, tpm)
@@ -260,7 +264,9 @@ class Engine:
             (
                 arguments,
                 {
-                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.reply,
+                    "response": sender.raw.decode("utf-8", "replace")
+                    if sender.raw is not None
+                    else row.reply,
                     "text": row.text,
                     "usage": row.usage,
                     "latency": row.latency,
