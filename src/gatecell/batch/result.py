@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gatecell.wire.errors import GatecellError
-from gatecell.wire.schemas import Usage
+
+if TYPE_CHECKING:
+    from gatecell.wire.schemas import Usage
 
 __all__ = ["Batch", "Row", "BatchError"]
 

@@ -36,7 +36,21 @@ class Interrupted(KeyboardInterrupt):
 SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
     "chat": (
         "Chat with a model; the reply streams in as Markdown and joins the conversation.",
-        ("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream", "api"),
+        (
+            "model",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "system",
+            "conversation",
+            "new",
+            "no_stream",
+            "api",
+            "over",
+            "jobs",
+            "rpm",
+            "tpm",
+        ),
     ),
     "reason": (
         "Ask a reasoning model through /v1/responses (no conversation memory).",
@@ -158,7 +172,7 @@ class GatecellMagics(Magics):
             raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
         if not prompt.strip():
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
-        if not ns.no_interpolate:
+        if not ns.no_interpolate and not getattr(ns, "over", None):  # --over fills {field} per row
             from .template import interpolate
 
             prompt = interpolate(prompt, self.namespace)
@@ -207,6 +221,8 @@ class GatecellMagics(Magics):
     # -- conversation --------------------------------------------------------------------
 
     def _chat(self, ns: argparse.Namespace, prompt: str) -> Any:
+        if ns.over:
+            return self._over(ns, prompt)
         memory = self.session.memory
         if ns.new:
             memory.reset(ns.conversation)
@@ -220,6 +236,28 @@ class GatecellMagics(Magics):
             return self._converse(
                 ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
             )
+
+    def _over(self, ns: argparse.Namespace, template: str) -> Any:
+        """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
+        bar in the cell; a kernel interrupt stops it and the rows done so far are the value."""
+        if ns.over not in self.namespace:
+            raise UsageError(f"%chat --over: no variable {ns.over!r} in the notebook")
+        for flag, value in (("-j/--jobs", ns.jobs), ("--rpm", ns.rpm), ("--tpm", ns.tpm)):
+            if value is not None and not value > 0:
+                raise UsageError(f"%chat: {flag} must be a positive number, got {value:g}")
+        return self.session.gateway.map(
+            template,
+            self.namespace[ns.over],
+            model=ns.model or self.defaults.model,
+            api=ns.api or self.defaults.api,
+            system=ns.system or self.defaults.system or None,
+            temperature=ns.temperature,
+            top_p=ns.top_p,
+            max_tokens=ns.max_tokens,
+            concurrency=ns.jobs or 8,
+            rpm=ns.rpm,
+            tpm=ns.tpm,
+        )
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
         model = ns.model or self.defaults.reasoning_model
