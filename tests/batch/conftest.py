@@ -62,6 +62,10 @@ class RowServer:
             ready.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._server.serve_forever()
+            handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
 
         self._thread = threading.Thread(target=self.loop.run_until_complete, args=(main(),), daemon=True)
         self._thread.start()
@@ -116,6 +120,7 @@ class RowServer:
     def stop(self) -> None:
         self.release.set()
         self.loop.call_soon_threadsafe(self._server.close)
+        self._thread.join(10)
 
 
 def _prompt(body: dict[str, Any]) -> str:

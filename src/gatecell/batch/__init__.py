@@ -33,25 +33,26 @@ def run(client: Any, template: str, data: Any, *, progress: bool = True, **optio
 
     engine = _engine(client, template, data, options)
     outcome: dict[str, Any] = {}
+    finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
     def main() -> None:
         try:
             outcome["batch"] = asyncio.run(engine.run())
         except BaseException as exc:  # handed to the caller's thread
             outcome["error"] = exc
+        finally:
+            finished.set()
 
     bar = Progress(engine, progress)
-    thread = threading.Thread(target=main, name="gatecell-map", daemon=True)
-    thread.start()
+    threading.Thread(target=main, name="gatecell-map", daemon=True).start()
     try:
-        while thread.is_alive():
-            thread.join(bar.interval)
+        while not finished.wait(bar.interval):
             bar.update()
     except KeyboardInterrupt:
         engine.stop_threadsafe()
-        while thread.is_alive():
+        while not finished.is_set():
             try:
-                thread.join()
+                finished.wait()
             except KeyboardInterrupt:  # a second Ctrl-C while the engine stops: it is stopping
                 pass
     finally:
