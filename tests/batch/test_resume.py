@@ -84,7 +84,9 @@ def _reply(kc, msg_id: str, timeout: float = 60) -> tuple[dict, str]:
         if msg["msg_type"] == "stream":
             shown.append(content["text"])
         elif msg["msg_type"] in ("execute_result", "display_data", "error"):
-            shown.append(content.get("data", {}).get("text/plain", "") or "\n".join(content.get("traceback", [])))
+            shown.append(
+                content.get("data", {}).get("text/plain", "") or "\n".join(content.get("traceback", []))
+            )
         elif msg["msg_type"] == "status" and content["execution_state"] == "idle":
             break
     return kc.get_shell_msg(timeout=timeout)["content"], "".join(shown)
