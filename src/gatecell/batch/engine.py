@@ -47,7 +47,7 @@ from .pacing import Pacing
 from .result import Batch, BatchError, Row
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+__all__ = ["Engine", "check_options", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
 
 RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
 UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
@@ -107,6 +107,19 @@ def _positive(name: str, value: Any, kind: type = float) -> Any:
     return kind(value)
 
 
+def check_options(api: str, concurrency: Any, rpm: Any, tpm: Any, max_retries: Any, on_error: str) -> None:
+    """The options of a map, refused in one line (`InvalidRequest`) when out of range."""
+    if api not in TEXT_APIS:
+        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
+    if on_error not in ("record", "raise"):
+        raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {on_error!r}")
+    _positive("concurrency", concurrency, int)
+    _positive("rpm", rpm)
+    _positive("tpm", tpm)
+    if max_retries is not None and (not isinstance(max_retries, int) or max_retries < 0):
+        raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {max_retries!r}")
+
+
 class Engine:
     """One map over rows; `run` it on an event loop, `stop` it from any thread."""
 
@@ -133,14 +146,8 @@ class Engine:
         import os
 
         # Everything is checked here, before any request.
-        if api not in TEXT_APIS:
-            raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
-        if on_error not in ("record", "raise"):
-            raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {on_error!r}")
-        self.concurrency = _positive("concurrency", concurrency, int)
-        rpm, tpm = _positive("rpm", rpm), _positive("tpm", tpm)
-        if max_retries is not None and (not isinstance(max_retries, int) or max_retries < 0):
-            raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {max_retries!r}")
+        check_options(api, concurrency, rpm, tpm, max_retries, on_error)
+        self.concurrency = int(concurrency)
         self.template = Template(template)
         self.rows = Rows(data)
         self.rows.check(self.template)
