@@ -184,6 +184,9 @@ class Engine:
         self._logged = 0  # rows handed to the writer
         self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
         self._committed_base = store.rows if store is not None else 0
+        # The keys the log can answer, read once (None: too many, ask per row): most rows of a
+        # batch are not in the log, and a set says so without a query.
+        self._answerable = store.answer_keys() if store is not None and cache else None
 
     # -- the rows ---------------------------------------------------------------------
 
@@ -408,7 +411,8 @@ class _RowSender:
             key = cache_key(self.path, engine.model, body, engine.base_url)
             if key != self.key:
                 self.key = key
-                answer = engine.store.lookup(key, settle=False)
+                known = engine._answerable
+                answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
                 if answer is not None:
                     raise _Cached(answer)
         if request.url.scheme not in ("http", "https"):

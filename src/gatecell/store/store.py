@@ -423,6 +423,20 @@ class Store:
             self._fail(exc)
             return None
 
+    def answer_keys(self, limit: int = 500_000) -> set[str] | None:
+        """Every cache key `lookup` could answer now, when there are at most ``limit`` (else
+        None, as when the store is off): a batch checks its rows against them in memory and
+        asks `lookup` only for those that are there."""
+        if self.off is not None:
+            return None
+        self._settle()
+        try:
+            conn = self._reader()
+            return queries.answer_keys(conn, limit) if conn is not None else set()
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+            return None
+
     def _query(self, run: Any, *args: Any) -> Any:
         self._settle()
         try:
