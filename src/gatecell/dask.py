@@ -103,7 +103,7 @@ def map(
     temperature: float | None = None,
     top_p: float | None = None,
     max_tokens: int | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     rpm: float | None = None,
     tpm: float | None = None,
     max_retries: int | None = None,
@@ -118,9 +118,10 @@ def map(
     docs for ``base_url``, ``api_key`` and how ``rpm``/``tpm`` are shared."""
     import pandas as pd
 
-    from gatecell.batch.engine import check_options
+    from gatecell.batch.engine import check_options, limits
     from gatecell.batch.rows import Rows, Template
 
+    concurrency, rpm, tpm = limits(concurrency, rpm, tpm)  # the caller's environment decides
     check_options(api, concurrency, rpm, tpm, max_retries, on_error)
     Rows(ddf._meta).check(Template(template))  # a field the columns lack: refused now
     if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):

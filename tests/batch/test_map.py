@@ -239,3 +239,14 @@ def test_the_key_stays_out_of_errors_and_the_log(row_server, gateway, home: Path
     assert KEY not in shown and KEY[-4:] in shown  # masked as sk-…wxyz
     dump = "\n".join(sqlite3.connect(home / "gatecell.db").iterdump())
     assert "row 0" in dump and "bad key" in dump and KEY not in dump
+
+
+def test_limits_from_the_environment(row_server, gateway, monkeypatch):
+    server = row_server(lambda prompt, srv: asyncio.sleep(0.01))  # answers overlap
+    monkeypatch.setenv("GATECELL_MAP_CONCURRENCY", "2")
+    batch = gateway(server).map("row {item}", range(20), progress=False)
+    assert batch.done == 20 and server.max_in_flight == 2
+    monkeypatch.setenv("GATECELL_RPM", "fast")
+    with pytest.raises(Exception, match="GATECELL_RPM must be a non-negative number, got 'fast'"):
+        gateway(server).map("row {item}", range(3), progress=False)
+    assert len(server.prompts) == 20

@@ -41,9 +41,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-i", "--input", metavar="FILE", help="rows.jsonl or rows.csv (default: JSONL on stdin)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON lines here (default: stdout)")
     p.add_argument("-m", "--model", help=f"default: GATECELL_MODEL, else {_DEFAULT_MODEL}")
-    p.add_argument("-j", "--jobs", type=int, default=8, metavar="N", help="requests at once (default 8)")
-    p.add_argument("--rpm", type=float, help="at most this many requests per minute")
-    p.add_argument("--tpm", type=float, help="at most this many tokens per minute (estimated, then counted)")
+    p.add_argument(
+        "-j", "--jobs", type=int, metavar="N", help="requests at once (GATECELL_MAP_CONCURRENCY, else 8)"
+    )
+    p.add_argument("--rpm", type=float, help="at most this many requests per minute (GATECELL_RPM)")
+    p.add_argument(
+        "--tpm", type=float, help="at most this many tokens per minute, estimated then counted (GATECELL_TPM)"
+    )
     p.add_argument("--api", default="chat", help="chat, messages, generate-content or responses")
     p.add_argument("-s", "--system", help="system prompt")
     p.add_argument("-t", "--temperature", type=float, help="0 to 2")

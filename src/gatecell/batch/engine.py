@@ -42,12 +42,13 @@ from gatecell.wire.http11 import BROKEN, Pool, timeout
 from gatecell.wire.limits import compressed, too_large_error
 from gatecell.wire.retry import retry_after
 from gatecell.wire.schemas import usage_of
+from gatecell.wire.settings import env_number
 
 from .pacing import Pacing
 from .result import Batch, BatchError, Row
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "check_options", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+__all__ = ["Engine", "check_options", "limits", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
 
 RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
 UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
@@ -107,6 +108,16 @@ def _positive(name: str, value: Any, kind: type = float) -> Any:
     return kind(value)
 
 
+def limits(concurrency: Any, rpm: Any, tpm: Any) -> tuple[Any, Any, Any]:
+    """Unset limits from the environment: ``GATECELL_MAP_CONCURRENCY`` (else 8),
+    ``GATECELL_RPM`` and ``GATECELL_TPM`` (else none)."""
+    return (
+        env_number(concurrency, "GATECELL_MAP_CONCURRENCY", 8),
+        env_number(rpm, "GATECELL_RPM", 0.0) or None,
+        env_number(tpm, "GATECELL_TPM", 0.0) or None,
+    )
+
+
 def check_options(api: str, concurrency: Any, rpm: Any, tpm: Any, max_retries: Any, on_error: str) -> None:
     """The options of a map, refused in one line (`InvalidRequest`) when out of range."""
     if api not in TEXT_APIS:
@@ -135,7 +146,7 @@ class Engine:
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         rpm: float | None = None,
         tpm: float | None = None,
         max_retries: int | None = None,
@@ -146,6 +157,7 @@ class Engine:
         import os
 
         # Everything is checked here, before any request.
+        concurrency, rpm, tpm = limits(concurrency, rpm, tpm)
         check_options(api, concurrency, rpm, tpm, max_retries, on_error)
         self.concurrency = int(concurrency)
         self.template = Template(template)

@@ -254,7 +254,7 @@ class GatecellMagics(Magics):
             temperature=ns.temperature,
             top_p=ns.top_p,
             max_tokens=ns.max_tokens,
-            concurrency=ns.jobs or 8,
+            concurrency=ns.jobs,
             rpm=ns.rpm,
             tpm=ns.tpm,
         )

@@ -85,7 +85,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "{field}s come from each row; the Batch is the cell's value (and -o VAR's)",
         },
     ),
-    "jobs": (("-j", "--jobs"), {"type": int, "metavar": "N", "help": "with --over: requests at once (8)"}),
+    "jobs": (
+        ("-j", "--jobs"),
+        {"type": int, "metavar": "N", "help": "with --over: requests at once (8, GATECELL_MAP_CONCURRENCY)"},
+    ),
     "rpm": (("--rpm",), {"type": float, "metavar": "R", "help": "with --over: at most R requests a minute"}),
     "tpm": (("--tpm",), {"type": float, "metavar": "T", "help": "with --over: at most T tokens a minute"}),
     "no_interpolate": (

@@ -881,7 +881,7 @@ class Gateway(
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         rpm: float | None = None,
         tpm: float | None = None,
         max_retries: int | None = None,
@@ -891,7 +891,8 @@ class Gateway(
     ) -> Batch:
         """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
         DataFrame's columns, ``{item}`` for plain values), sent on ``api`` with up to
-        ``concurrency`` requests at once, within ``rpm``/``tpm``; a `Batch` of the replies.
+        ``concurrency`` requests at once (default 8, ``GATECELL_MAP_CONCURRENCY``), within
+        ``rpm``/``tpm`` (``GATECELL_RPM``, ``GATECELL_TPM``); a `Batch` of the replies.
 
         Finished rows are logged and, with ``cache``, answered from the log, so running it
         again after an interrupt sends only the rest. A row that still fails after its
@@ -942,7 +943,7 @@ class AsyncGateway(
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         rpm: float | None = None,
         tpm: float | None = None,
         max_retries: int | None = None,
