@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import KEY, reply_to
+from rowserver import KEY, reply_to
 
 
 def _gatecell(server, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

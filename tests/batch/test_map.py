@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import KEY, reply_to
+from rowserver import KEY, reply_to
 
 from gatecell import AsyncGateway, Gateway
 from gatecell.batch import BatchError

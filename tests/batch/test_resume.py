@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import KEY, reply_to
+from rowserver import KEY, reply_to
 
 from gatecell import Gateway
 from gatecell.batch.engine import UNCOMMITTED

@@ -449,13 +449,13 @@ class _RowSender:
         engine = self.engine
         body = request.content
         self.body, self.path = body, request.url.path
-        if engine.cache and engine.store is not None:
+        known = engine._answerable
+        if engine.cache and engine.store is not None and known != set():  # an empty log answers nothing
             from gatecell.store import cache_key
 
-            key = cache_key(self.path, engine.model, body, engine.base_url)
+            key = cache_key(self.path, engine.model, body, engine.base_url)  # else the writer makes it
             if key != self.key:
                 self.key = key
-                known = engine._answerable
                 answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
                 if answer is not None:
                     raise _Cached(answer)

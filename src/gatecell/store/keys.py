@@ -16,6 +16,7 @@ The key is a sha256 hex digest of that JSON: the same in every process and every
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ def normalised_body(body: Mapping[str, Any] | bytes | str | None) -> Any:
     return body
 
 
+@functools.lru_cache(maxsize=64)  # one or two gateways per process, asked per exchange
 def gateway_address(url: str | None) -> str:
     """``https://user:pw@h:1/v1/?key=x`` → ``https://h:1``: what identifies a gateway, and
     nothing that could be a credential."""
