@@ -38,7 +38,7 @@ from gatecell.wire.conversation import TEXT_APIS, for_api
 from gatecell.wire.drivers import arun
 from gatecell.wire.errors import GatecellError, InvalidRequest
 from gatecell.wire.exchange import Call, Program
-from gatecell.wire.http11 import BROKEN, Pool, timeout
+from gatecell.wire.http11 import BROKEN, Pool, timeout, with_body
 from gatecell.wire.limits import compressed, too_large_error
 from gatecell.wire.retry import retry_after
 from gatecell.wire.schemas import usage_of
@@ -215,6 +215,7 @@ class Engine:
         self._timeout: float = client.request_timeout
         self._connect_timeout: float = client._http.timeout.connect or 5.0
         self._pools: dict[tuple[str, str, int | None], Pool] = {}
+        self._heads: dict[tuple[str, bytes, int], bytes] = {}
         self._completion_guess = float(max_tokens or _FIRST_COMPLETION_GUESS)
         # Progress, read by whoever shows it.
         self.done = self.failed = self.cached = self.tokens = self.requests = 0
@@ -416,6 +417,18 @@ class Engine:
 
     # -- the wire ---------------------------------------------------------------------
 
+    def head(self, pool: Pool, request: httpx.Request) -> bytes:
+        """The request's line and headers on the wire; kept for the engine's own requests, whose
+        headers are shared by kind (a redirected one is made anew)."""
+        kind = (request.method, request.url.raw_path, id(request.headers))
+        head = self._heads.get(kind) if type(request) is _Request else None
+        if head is None:
+            headers = [(n, v) for n, v in request.headers.raw if n.lower() not in _DROPPED_HEADERS]
+            head = pool.request_head(request.method, request.url.raw_path, headers)
+            if type(request) is _Request:
+                self._heads[kind] = head
+        return head
+
     def pool(self, url: httpx.URL) -> Pool:
         origin = (url.scheme, url.host, url.port)
         pool = self._pools.get(origin)
@@ -462,8 +475,7 @@ class _RowSender:
         if request.url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"cannot send to {request.url.scheme!r} URLs", request=request)
         pool = engine.pool(request.url)
-        headers = [(n, v) for n, v in request.headers.raw if n.lower() not in _DROPPED_HEADERS]
-        raw = pool.request_bytes(request.method, request.url.raw_path, headers, body)
+        raw = with_body(request.method, engine.head(pool, request), body)
         pacing = engine.pacing
         tokens = 0.0
         if pacing.tokens is not None:

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-__all__ = ["Pool", "Answer", "BROKEN", "timeout"]
+__all__ = ["Pool", "Answer", "BROKEN", "timeout", "with_body"]
 
 READ = 65536  # bytes asked for per read, and the longest head line a reader takes
 # What a broken or malformed answer raises (a `ValueError` for bad framing).
@@ -189,6 +189,13 @@ class Answer:
             self._pool._give_back(conn, reusable=self.done and self._reusable)
 
 
+def with_body(method: str, head: bytes, body: bytes) -> bytes:
+    """A `Pool.request_head` completed with the body and its Content-Length."""
+    if body or method not in _NO_BODY_METHODS:
+        return b"%scontent-length: %d\r\n\r\n%s" % (head, len(body), body)
+    return head + b"\r\n"
+
+
 class Pool:
     """Kept-alive connections to the origin of ``url`` (its path is the caller's business).
 
@@ -233,11 +240,14 @@ class Pool:
         self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> bytes:
         """The request as it goes on the wire: ``headers`` must hold neither Host nor framing."""
+        return with_body(method, self.request_head(method, target, headers), body)
+
+    def request_head(self, method: str, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+        """A request's line, Host and ``headers``: all of it but the framing and the body, the
+        same for every request of a kind (a caller sending many may keep it)."""
         head = [b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method.encode(), target, self.host_header)]
         head += [b"%s: %s\r\n" % pair for pair in headers]
-        if body or method not in _NO_BODY_METHODS:
-            head.append(b"content-length: %d\r\n" % len(body))
-        return b"".join(head) + b"\r\n" + body
+        return b"".join(head)
 
     async def send(self, method: str, raw: bytes) -> Answer:
         """Send ``raw`` (see `request_bytes`) and read the head of its answer. A kept-alive
