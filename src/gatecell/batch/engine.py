@@ -45,7 +45,7 @@ from gatecell.wire.schemas import usage_of
 from gatecell.wire.settings import env_number
 
 from .pacing import Pacing
-from .result import Batch, BatchError, Row
+from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
 __all__ = ["Engine", "check_options", "limits", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
@@ -269,6 +269,7 @@ class Engine:
         started = time.perf_counter()
         row = Row(label, model=self.model)
         sender = _RowSender(self)
+        usage: Any = None  # as the reply gave it, for the log
         try:
             prompt = self.template.fill(fields)
             result = await arun(self.program_for(prompt), sender)
@@ -276,9 +277,10 @@ class Engine:
             row.error = str(exc)
         except _Cached as hit:
             answer = hit.answer
-            row.text, row.cached, row.reply = answer.text, True, answer.response
+            usage = answer.usage
+            row.text, row.cached, row.body = answer.text, True, answer.response
             row.usage, row.request_id, row.endpoint = (
-                usage_of(answer.usage),
+                Tokens.of(usage_of(usage)),
                 answer.request_id,
                 answer.endpoint,
             )
@@ -286,14 +288,15 @@ class Engine:
             row.error = " ".join(str(exc).split())
         else:
             meta = result.meta
-            row.text, row.reply = result.text, result
-            row.usage, row.request_id, row.endpoint = meta.usage, meta.request_id, meta.endpoint
+            usage = meta.usage
+            row.text, row.body = result.text, sender.raw
+            row.usage, row.request_id, row.endpoint = Tokens.of(usage), meta.request_id, meta.endpoint
             row.attempts = meta.attempts
         row.latency = time.perf_counter() - started
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        self._log(row, sender)
+        self._log(row, sender, usage)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -310,7 +313,7 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender) -> None:
+    def _log(self, row: Row, sender: _RowSender, usage: Any) -> None:
         store = self.store
         if store is None or sender.body is None:
             return
@@ -319,11 +322,9 @@ class Engine:
             (
                 arguments,
                 {
-                    "response": sender.raw.decode("utf-8", "replace")
-                    if sender.raw is not None
-                    else row.reply,
+                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
                     "text": row.text,
-                    "usage": row.usage,
+                    "usage": usage,
                     "latency": row.latency,
                     "status": sender.status,
                     "error": row.error,

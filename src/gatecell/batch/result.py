@@ -2,38 +2,60 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gatecell.wire.errors import GatecellError
 
 if TYPE_CHECKING:
     from gatecell.wire.schemas import Usage
 
-__all__ = ["Batch", "Row", "BatchError"]
+__all__ = ["Batch", "Row", "Tokens", "BatchError"]
+
+
+class Tokens(NamedTuple):
+    """A row's token usage, in chat terms whatever the API (a tuple: the garbage collector
+    skips it, which matters when a batch keeps 100,000 of them)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    @classmethod
+    def of(cls, usage: Usage | None) -> Tokens | None:
+        if usage is None:
+            return None
+        return cls(usage.prompt_tokens or 0, usage.completion_tokens or 0, usage.total_tokens or 0)
 
 
 @dataclass(slots=True)
 class Row:
-    """One row's outcome: the reply, or the one-line error, and where the answer came from.
+    """One row's outcome: the reply text, or the one-line error, and where the answer came from.
 
-    ``reply`` is what the endpoint returned (a `ChatCompletion` or a `Reply`); for a row
-    answered from the log (``cached``), the reply body that was logged (None for one that
-    was streamed). ``latency`` is the seconds the row took, retries and waits included.
+    ``latency`` is the seconds the row took, retries and waits included; ``cached`` says it
+    was answered from the log. ``reply`` is the reply body as the gateway sent it (JSON; for
+    a row from the log, the body logged then, None if that reply was streamed). Rows keep the
+    body as bytes and parse it when asked: a batch of many rows stays small and cheap to keep.
     """
 
     label: Any
     text: str | None = None
     error: str | None = None
-    usage: Usage | None = None
+    usage: Tokens | None = None
     latency: float | None = None
     cached: bool = False
     request_id: str | None = None
     endpoint: str | None = None
     model: str | None = None
     attempts: int = 0
-    reply: Any = None
+    body: Any = None
+
+    @property
+    def reply(self) -> Any:
+        body = self.body
+        return json.loads(body) if isinstance(body, bytes) else body
 
 
 class BatchError(GatecellError):
@@ -136,7 +158,7 @@ class Batch:
         for r in self.rows:
             if r is not None and r.usage is not None:
                 for name in _USAGE:
-                    totals[name] += getattr(r.usage, name, 0) or 0
+                    totals[name] += getattr(r.usage, name)
         totals["requests"] = self.requests
         totals["cached_rows"] = self.cached
         return totals
