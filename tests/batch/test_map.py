@@ -250,3 +250,13 @@ def test_limits_from_the_environment(row_server, gateway, monkeypatch):
     with pytest.raises(Exception, match="GATECELL_RPM must be a non-negative number, got 'fast'"):
         gateway(server).map("row {item}", range(3), progress=False)
     assert len(server.prompts) == 20
+
+
+def test_a_gateway_that_never_answers_times_the_row_out(row_server, gateway):
+    server = row_server(lambda prompt, srv: srv.hold() if prompt == "row 1" else None)
+    gw = gateway(server, request_timeout=1, max_retries=0)
+    batch = gw.map("row {item}", range(4), concurrency=2, progress=False)
+    assert batch.text == ["re: row 0", None, "re: row 2", "re: row 3"]
+    assert batch.errors == {
+        1: "timeout from POST /v1/chat/completions: ReadTimeout: no whole answer within 1 s"
+    }
