@@ -22,14 +22,20 @@ the number of partitions and the cluster's worker threads, read from the current
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gatecell.wire.errors import ConfigError, InvalidRequest
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import ENV_BASE_URL, root_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from gatecell.batch import MapOptions
 
 __all__ = ["map", "ship", "ShippedKey"]
 
@@ -97,32 +103,21 @@ def map(
     ddf: Any,
     template: str,
     *,
-    model: str | None = None,
-    api: str = "chat",
-    system: str | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    max_tokens: int | None = None,
-    concurrency: int | None = None,
-    rpm: float | None = None,
-    tpm: float | None = None,
-    max_retries: int | None = None,
-    cache: bool = True,
-    on_error: str = "record",
     base_url: str | None = None,
     api_key: ShippedKey | None = None,
     parallel: int | None = None,
+    **options: Unpack[MapOptions],
 ) -> Any:
     """``template`` over every row of a dask DataFrame or Series: a lazy dask Series of the
-    reply texts, named ``text``, on ``ddf``'s index. Options as `Gateway.map`; see the module's
-    docs for ``base_url``, ``api_key`` and how ``rpm``/``tpm`` are shared."""
+    reply texts, named ``text``, on ``ddf``'s index. Options as `Gateway.map`
+    (`gatecell.batch.MapOptions`); see the module's docs for ``base_url``, ``api_key`` and how
+    ``rpm``/``tpm`` are shared."""
     import pandas as pd
 
-    from gatecell.batch.engine import check_options, limits
+    from gatecell.batch.options import resolve
     from gatecell.batch.rows import Rows, Template
 
-    concurrency, rpm, tpm = limits(concurrency, rpm, tpm)  # the caller's environment decides
-    check_options(api, concurrency, rpm, tpm, max_retries, on_error)
+    resolved = resolve(options)  # the caller's environment decides the unset limits
     Rows(ddf._meta).check(Template(template))  # a field the columns lack: refused now
     if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):
         raise InvalidRequest(
@@ -134,20 +129,9 @@ def map(
     if not url:
         raise ConfigError("gatecell.dask.map needs the gateway's address: base_url=... or GATECELL_BASE_URL")
     share = parallel or _parallel(ddf.npartitions)
-    options = {
-        "model": model or os.environ.get("GATECELL_MODEL") or None,
-        "api": api,
-        "system": system,
-        "temperature": temperature,
-        "top_p": top_p,
-        "max_tokens": max_tokens,
-        "concurrency": concurrency,
-        "rpm": rpm / share if rpm else None,
-        "tpm": tpm / share if tpm else None,
-        "max_retries": max_retries,
-        "cache": cache,
-        "on_error": on_error,
-    }
-    settings = _Settings(root_url(url), api_key, tuple(options.items()))
+    rpm, tpm = resolved.rpm, resolved.tpm
+    shared = dataclasses.replace(resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None)
+    options_for_workers = tuple(dataclasses.asdict(shared).items())
+    settings = _Settings(root_url(url), api_key, options_for_workers)
     meta = pd.Series([], dtype=object, name="text", index=ddf._meta.index)
     return ddf.map_partitions(_partition, template, settings, meta=meta)

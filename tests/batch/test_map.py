@@ -221,6 +221,7 @@ def test_a_reasoning_model_goes_to_responses(row_server, gateway):
         ({"data": "a string"}, "data: must be a DataFrame"),
         ({"data": {"w": [1]}}, "got a dict"),
         ({"max_retries": -1}, "max_retries"),
+        ({"concurency": 4}, "concurency: is not an option of map; did you mean concurrency?"),
     ],
 )
 def test_bad_input_is_refused_before_any_request(row_server, gateway, options, message):

@@ -13,17 +13,19 @@ import asyncio
 import threading
 from typing import Any
 
+from .options import MapOptions
 from .result import Batch, BatchError, Row
 
-__all__ = ["Batch", "BatchError", "Row", "run", "arun"]
+__all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
 
 
 def _engine(client: Any, template: str, data: Any, options: dict[str, Any]) -> Any:
     from gatecell.store import default_store
 
     from .engine import Engine
+    from .options import resolve
 
-    return Engine(client, template, data, store=default_store(), **options)
+    return Engine(client, template, data, resolve(options), store=default_store())
 
 
 def run(client: Any, template: str, data: Any, *, progress: bool = True, **options: Any) -> Batch:

@@ -34,21 +34,21 @@ from typing import Any
 import httpx
 
 from gatecell.wire.client import _Endpoints
-from gatecell.wire.conversation import TEXT_APIS, for_api
+from gatecell.wire.conversation import for_api
 from gatecell.wire.drivers import arun
-from gatecell.wire.errors import GatecellError, InvalidRequest
+from gatecell.wire.errors import GatecellError
 from gatecell.wire.exchange import Call, Program
 from gatecell.wire.http11 import BROKEN, Pool, with_body
 from gatecell.wire.limits import compressed, too_large_error
 from gatecell.wire.retry import retry_after
 from gatecell.wire.schemas import usage_of
-from gatecell.wire.settings import env_number
 
+from .options import Options
 from .pacing import Pacing
 from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "check_options", "limits", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
 
 RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
 UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
@@ -129,40 +129,6 @@ class _Cached(Exception):
         self.answer = answer
 
 
-def _positive(name: str, value: Any, kind: type = float) -> Any:
-    if value is None:
-        return None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    if not ok or (kind is int and int(value) != value):
-        raise InvalidRequest(
-            name, f"must be a positive {'whole ' if kind is int else ''}number; got {value!r}"
-        )
-    return kind(value)
-
-
-def limits(concurrency: Any, rpm: Any, tpm: Any) -> tuple[Any, Any, Any]:
-    """Unset limits from the environment: ``GATECELL_MAP_CONCURRENCY`` (else 8),
-    ``GATECELL_RPM`` and ``GATECELL_TPM`` (else none)."""
-    return (
-        env_number(concurrency, "GATECELL_MAP_CONCURRENCY", 8),
-        env_number(rpm, "GATECELL_RPM", 0.0) or None,
-        env_number(tpm, "GATECELL_TPM", 0.0) or None,
-    )
-
-
-def check_options(api: str, concurrency: Any, rpm: Any, tpm: Any, max_retries: Any, on_error: str) -> None:
-    """The options of a map, refused in one line (`InvalidRequest`) when out of range."""
-    if api not in TEXT_APIS:
-        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
-    if on_error not in ("record", "raise"):
-        raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {on_error!r}")
-    _positive("concurrency", concurrency, int)
-    _positive("rpm", rpm)
-    _positive("tpm", tpm)
-    if max_retries is not None and (not isinstance(max_retries, int) or max_retries < 0):
-        raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {max_retries!r}")
-
-
 class Engine:
     """One map over rows; `run` it on an event loop, `stop` it from any thread."""
 
@@ -171,45 +137,28 @@ class Engine:
         client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
         template: str,
         data: Any,
-        *,
-        model: str | None = None,
-        api: str = "chat",
-        system: str | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-        concurrency: int | None = None,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        max_retries: int | None = None,
-        cache: bool = True,
-        on_error: str = "record",
+        options: Options,
         store: Any = None,
     ) -> None:
-        import os
-
-        # Everything is checked here, before any request.
-        concurrency, rpm, tpm = limits(concurrency, rpm, tpm)
-        check_options(api, concurrency, rpm, tpm, max_retries, on_error)
-        self.concurrency = int(concurrency)
+        self.concurrency = options.concurrency
         self.template = Template(template)
         self.rows = Rows(data)
-        self.rows.check(self.template)
-        self.model = model or os.environ.get("GATECELL_MODEL") or "local-chat"
-        self.api = api
-        self.on_error = on_error
-        self.cache = cache
-        self.programs = _Programs(client, max_retries)
+        self.rows.check(self.template)  # a field the rows lack: refused before any request
+        self.model = options.model
+        self.api = options.api
+        self.on_error = options.on_error
+        self.cache = options.cache
+        self.programs = _Programs(client, options.max_retries)
         self.base_url = client.base_url
-        self._system = [{"role": "system", "content": system}] if system else []
+        self._system = [{"role": "system", "content": options.system}] if options.system else []
+        self._max_tokens = options.max_tokens
         self._sampling: dict[str, Any] = {
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_tokens": max_tokens,
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+            "max_tokens": options.max_tokens,
         }
-        self._max_tokens = max_tokens
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
-        self.pacing = Pacing(self.concurrency, rpm, tpm)
+        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
         self.store = store
         self._json_cap: int = client._json_cap
         self._timeout: float = client.request_timeout
@@ -218,7 +167,7 @@ class Engine:
         self._heads: dict[tuple[str, bytes, int], bytes] = {}
         self._deadlines: dict[asyncio.Task[Any], float] = {}  # requests in flight, by their worker
         self._expired: set[asyncio.Task[Any]] = set()
-        self._completion_guess = float(max_tokens or _FIRST_COMPLETION_GUESS)
+        self._completion_guess = float(options.max_tokens or _FIRST_COMPLETION_GUESS)
         # Progress, read by whoever shows it.
         self.done = self.failed = self.cached = self.tokens = self.requests = 0
         self.started = 0.0
@@ -233,7 +182,7 @@ class Engine:
         self._committed_base = store.rows if store is not None else 0
         # The keys the log can answer, read once (None: too many, ask per row): most rows of a
         # batch are not in the log, and a set says so without a query.
-        self._answerable = store.answer_keys() if store is not None and cache else None
+        self._answerable = store.answer_keys() if store is not None and self.cache else None
 
     # -- the rows ---------------------------------------------------------------------
 

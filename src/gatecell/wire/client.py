@@ -57,7 +57,9 @@ from .streams import (
 )
 
 if TYPE_CHECKING:
-    from gatecell.batch import Batch
+    from typing_extensions import Unpack
+
+    from gatecell.batch import Batch, MapOptions
 
 __all__ = [
     "Gateway",
@@ -847,13 +849,6 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         return not target.is_absolute_url or same_origin(self._origin, target)
 
 
-def _map_options(arguments: dict[str, Any]) -> dict[str, Any]:
-    """The options of a ``map`` call, from its ``locals()``."""
-    return {
-        k: v for k, v in arguments.items() if k not in ("self", "template", "data", "run_map", "arun_map")
-    }
-
-
 class Gateway(
     _Endpoints[ChatCompletion, ChatStream, Reply, TextStream, ImageResult, Audio, ModelList, Job],
     Closing,
@@ -870,38 +865,21 @@ class Gateway(
     def _run(self, program: Program[T]) -> T:
         return run(program, self._http)
 
-    def map(
-        self,
-        template: str,
-        data: Any,
-        *,
-        model: str | None = None,
-        api: str = "chat",
-        system: str | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-        concurrency: int | None = None,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        max_retries: int | None = None,
-        cache: bool = True,
-        progress: bool = True,
-        on_error: str = "record",
-    ) -> Batch:
+    def map(self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]) -> Batch:
         """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
-        DataFrame's columns, ``{item}`` for plain values), sent on ``api`` with up to
-        ``concurrency`` requests at once (default 8, ``GATECELL_MAP_CONCURRENCY``), within
-        ``rpm``/``tpm`` (``GATECELL_RPM``, ``GATECELL_TPM``); a `Batch` of the replies.
+        DataFrame's columns, ``{item}`` for plain values), sent with up to ``concurrency``
+        requests at once within ``rpm``/``tpm``; a `Batch` of the replies, with a progress bar.
+        The options (model, api, system, temperature, top_p, max_tokens, concurrency, rpm,
+        tpm, max_retries, cache, on_error) are `gatecell.batch.MapOptions`.
 
-        Finished rows are logged and, with ``cache``, answered from the log, so running it
-        again after an interrupt sends only the rest. A row that still fails after its
-        retries records its error (``on_error="raise"``: raises `BatchError`). Ctrl-C returns
+        Finished rows are logged and, with ``cache`` (the default), answered from the log, so
+        running it again after an interrupt sends only the rest. A row that still fails after
+        its retries records its error (``on_error="raise"``: `BatchError`). Ctrl-C returns
         the rows done so far. See `gatecell.batch`.
         """
         from gatecell.batch import run as run_map
 
-        return run_map(self, template, data, **_map_options(locals()))
+        return run_map(self, template, data, progress=progress, **options)
 
     def close(self) -> None:
         self._http.close()
@@ -933,28 +911,12 @@ class AsyncGateway(
         return arun(program, self._http)
 
     async def map(
-        self,
-        template: str,
-        data: Any,
-        *,
-        model: str | None = None,
-        api: str = "chat",
-        system: str | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-        concurrency: int | None = None,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        max_retries: int | None = None,
-        cache: bool = True,
-        progress: bool = True,
-        on_error: str = "record",
+        self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]
     ) -> Batch:
         """`Gateway.map`, on the running event loop."""
         from gatecell.batch import arun as arun_map
 
-        return await arun_map(self, template, data, **_map_options(locals()))
+        return await arun_map(self, template, data, progress=progress, **options)
 
     async def aclose(self) -> None:
         await self._http.aclose()
