@@ -11,8 +11,8 @@ people write, side by side in one run; then rate-limit accuracy and memory.
    thread is in the CPU figure). Contenders take turns; the median is reported.
 2. Rate accuracy. ``map(..., rpm=R)`` for ``--rate-seconds``, counted at a server (the
    embedded gateway's requests are not the measure: a counting proxy server is).
-3. Against a gateway that enforces ``R`` requests per minute with 429s (a fixed window,
-   Retry-After to the window's end): rows failed and the share of 429s.
+3. Against a gateway that enforces ``R`` requests per minute with 429s (``R/60`` per fixed
+   one-second window, Retry-After to the window's end): rows failed and the share of 429s.
 4. Memory: peak RSS of ``map`` over 1,000 and ``--memory-rows`` queued rows (a generator),
    in fresh processes: the engine pulls rows as workers free up, so the queue costs nothing;
    what grows is the results (one `Row` per finished row).
@@ -246,57 +246,48 @@ def throughput(rows: int, reps: int) -> tuple[dict, list[dict]]:
 
 
 class Counter:
-    """A chat-completions server on loopback that counts the requests it answers; with
-    ``limit`` it enforces that many per minute in fixed windows, answering 429 with a
-    Retry-After to the end of the window past it."""
+    """A chat-completions server on loopback, in a thread of this process, that counts the
+    requests it answers (the neutral server's protocol, answering through `answer`); with
+    ``limit`` (per minute) it enforces it per second, as gateways do, in fixed one-second
+    windows of ``limit / 60``, answering 429 with a Retry-After to the end of the window."""
 
     def __init__(self, limit: int | None = None) -> None:
+        from _neutral import COMPLETION, Neutral
+
+        counter = self
+
+        class Counting(Neutral):
+            def _answer(self, head: bytes, body: bytes) -> bytes:
+                return counter.answer()
+
         self.limit = limit
         self.times: list[float] = []
         self.rejected = 0
         self._window = (0.0, 0)
-        ready = threading.Event()
+        self._ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+            len(COMPLETION),
+            COMPLETION,
+        )
         self.loop = asyncio.new_event_loop()
+        server = self.loop.run_until_complete(self.loop.create_server(Counting, "127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
 
-        async def main() -> None:
-            server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-            self.port = server.sockets[0].getsockname()[1]
-            ready.set()
-            await asyncio.Event().wait()
-
-        threading.Thread(target=self.loop.run_until_complete, args=(main(),), daemon=True).start()
-        ready.wait(10)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from _neutral import COMPLETION
-
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                await reader.readexactly(length)
-                now = time.monotonic()
-                start, count = self._window
-                if now - start >= 60:
-                    start, count = now, 0
-                if self.limit is not None and count >= self.limit:
-                    self.rejected += 1
-                    wait = max(start + 60 - now, 0.0)
-                    body = b'{"error":{"message":"rate limited","type":"rate_limit"}}'
-                    writer.write(
-                        b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
-                        b"retry-after: %.3f\r\ncontent-length: %d\r\n\r\n%s" % (wait, len(body), body)
-                    )
-                else:
-                    self._window = (start, count + 1)
-                    self.times.append(now)
-                    writer.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                        % (len(COMPLETION), COMPLETION)
-                    )
-        except (asyncio.IncompleteReadError, ConnectionError, IndexError):
-            writer.close()
+    def answer(self) -> bytes:
+        now = time.monotonic()
+        start, count = self._window
+        if now - start >= 1:
+            start, count = now, 0
+        if self.limit is not None and count >= self.limit / 60:
+            self.rejected += 1
+            body = b'{"error":{"message":"rate limited","type":"rate_limit"}}'
+            return (
+                b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n"
+                b"retry-after: %.3f\r\ncontent-length: %d\r\n\r\n%s" % (start + 1 - now, len(body), body)
+            )
+        self._window = (start, count + 1)
+        self.times.append(now)
+        return self._ok
 
 
 def rate(rpm: int, seconds: float) -> tuple[dict, list[dict]]:

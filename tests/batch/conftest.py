@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,9 @@ from rowserver import KEY, RowServer, Rule
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh GATECELL_HOME for this test (and for the processes it starts)."""
-    folder = tmp_path / "home"
-    for name in [k for k in os.environ if k.startswith("GATECELL_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("GATECELL_HOME", str(folder))
-    return folder
+def fresh_home(home: Path) -> Path:
+    """Every batch test logs to a folder of its own (`home`)."""
+    return home
 
 
 @pytest.fixture

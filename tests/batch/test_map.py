@@ -261,3 +261,18 @@ def test_a_gateway_that_never_answers_times_the_row_out(row_server, gateway):
     assert batch.errors == {
         1: "timeout from POST /v1/chat/completions: ReadTimeout: no whole answer within 1 s"
     }
+
+
+def test_a_burst_of_429s_halves_the_concurrency_and_slows_the_schedule_once():
+    from gatecell.batch.pacing import Pacing
+
+    pacing = Pacing(concurrency=8, rpm=600, tpm=None)
+    assert pacing.requests is not None and pacing.requests.per_unit == pytest.approx(0.1)
+    sent = time.monotonic()
+    pacing.rate_limited_for(0.0, sent_at=sent)
+    pacing.rate_limited_for(0.0, sent_at=sent)  # sent before the first 429 came back: same burst
+    assert (pacing.limit, pacing.rate_limited) == (4, 2)
+    assert pacing.requests.per_unit == pytest.approx(0.1 * 1.02)
+    for _ in range(4):  # as many answers as the limit: one more in flight
+        pacing.succeeded()
+    assert pacing.limit == 5

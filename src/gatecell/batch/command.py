@@ -22,8 +22,6 @@ from gatecell.wire.errors import GatecellError
 
 __all__ = ["add_parser"]
 
-_DEFAULT_MODEL = "local-chat"
-
 
 def add_parser(sub: Any) -> None:
     """The ``map`` subcommand, on the ``gatecell`` command's subparsers."""
@@ -40,7 +38,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("template", help="the prompt, with {field} placeholders ({{ and }} for braces)")
     p.add_argument("-i", "--input", metavar="FILE", help="rows.jsonl or rows.csv (default: JSONL on stdin)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON lines here (default: stdout)")
-    p.add_argument("-m", "--model", help=f"default: GATECELL_MODEL, else {_DEFAULT_MODEL}")
+    p.add_argument("-m", "--model", help="default: GATECELL_MODEL, else local-chat")
     p.add_argument(
         "-j", "--jobs", type=int, metavar="N", help="requests at once (GATECELL_MAP_CONCURRENCY, else 8)"
     )
@@ -48,9 +46,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--tpm", type=float, help="at most this many tokens per minute, estimated then counted (GATECELL_TPM)"
     )
-    p.add_argument("--api", default="chat", help="chat, messages, generate-content or responses")
+    p.add_argument("--api", help="chat (default), messages, generate-content or responses")
     p.add_argument("-s", "--system", help="system prompt")
     p.add_argument("-t", "--temperature", type=float, help="0 to 2")
+    p.add_argument("--top-p", type=float, help="0 to 1")
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--no-cache", action="store_true", help="send every row, even those the log can answer")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -77,17 +76,17 @@ def _rows(path: str | None) -> Iterator[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     from gatecell.wire.client import Gateway
 
-    for flag, value in (("-j/--jobs", args.jobs), ("--rpm", args.rpm), ("--tpm", args.tpm)):
-        if value is not None and not value > 0:
-            raise GatecellError(f"map: {flag} must be a positive number, got {value:g}")
+    from .options import from_flags
+
+    try:
+        options = from_flags(args)
+    except ValueError as exc:
+        raise GatecellError(f"map: {exc}") from None
     if args.input and not Path(args.input).is_file():
         raise GatecellError(f"map: no such file: {args.input}")
     rows = _rows(args.input)
-    model = args.model or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     inputs: list[Any] = []
 
     def remembered() -> Iterator[Any]:  # the output repeats each row's fields
@@ -96,20 +95,8 @@ def run(args: argparse.Namespace) -> int:
             yield row
 
     with Gateway() as gw:
-        batch = gw.map(
-            args.template,
-            remembered(),
-            model=model,
-            api=args.api,
-            system=args.system,
-            temperature=args.temperature,
-            max_tokens=args.max_tokens,
-            concurrency=args.jobs,
-            rpm=args.rpm,
-            tpm=args.tpm,
-            cache=not args.no_cache,
-            progress=not args.no_progress,
-        )
+        options["cache"] = not args.no_cache
+        batch = gw.map(args.template, remembered(), progress=not args.no_progress, **options)
     out: IO[str] = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         for index, (fields, row) in enumerate(zip(inputs, batch.results, strict=False)):

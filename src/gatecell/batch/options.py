@@ -13,7 +13,7 @@ from gatecell.wire.conversation import TEXT_APIS
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.settings import env_number
 
-__all__ = ["MapOptions", "Options", "resolve"]
+__all__ = ["MapOptions", "Options", "resolve", "from_flags"]
 
 _DEFAULT_MODEL = "local-chat"
 
@@ -88,3 +88,23 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
     if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
         raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {retries!r}")
     return resolved
+
+
+def from_flags(ns: Any) -> MapOptions:
+    """The map options of a parsed ``%%chat --over`` or ``gatecell map`` line (``-m``,
+    ``--api``, ``-s``, ``-t``, ``--top-p``, ``--max-tokens``, ``-j``, ``--rpm``, ``--tpm``); a
+    `ValueError` naming the flag for a limit that is not positive, before any request."""
+    for flag, value in (("-j/--jobs", ns.jobs), ("--rpm", ns.rpm), ("--tpm", ns.tpm)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{flag} must be a positive number, got {value:g}")
+    return MapOptions(
+        model=ns.model,
+        api=ns.api,
+        system=ns.system,
+        temperature=ns.temperature,
+        top_p=ns.top_p,
+        max_tokens=ns.max_tokens,
+        concurrency=ns.jobs,
+        rpm=ns.rpm,
+        tpm=ns.tpm,
+    )

@@ -5,8 +5,9 @@ A rate is kept as a schedule (the generic cell rate algorithm): each request boo
 (one request, or its estimated tokens) on a clock that advances ``cost / rate``, and waits
 until its booking comes up. No burst is allowed, so over any stretch of time the achieved
 rate is the asked one, and an estimate corrected afterwards (the usage that came back)
-moves the clock back or forward. A gateway that enforces the same limit per minute then
-sees no 429 at all; one that enforces a lower limit pauses the whole batch, not one row.
+moves the clock back or forward. A 429 pauses the whole batch, not one row, halves the
+concurrency, and slows the schedules by 2%: a gateway that counts the same limit in windows
+of its own then sees the batch settle just under it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ import asyncio
 import time
 
 __all__ = ["Schedule", "Pacing"]
+
+# A 429 despite the schedule: the gateway counts in windows of its own, where the jitter of
+# a request's start can put one request too many. Each burst of 429s slows the schedules by
+# this much, so the batch settles just under the gateway's limit.
+_SLOWER = 1.02
 
 
 class Schedule:
@@ -38,6 +44,9 @@ class Schedule:
 
     def not_before(self, when: float) -> None:
         self._next = max(self._next, when)
+
+    def slow_down(self, factor: float) -> None:
+        self.per_unit *= factor
 
 
 class Pacing:
@@ -110,6 +119,8 @@ class Pacing:
         for schedule in (self.requests, self.tokens):
             if schedule is not None:
                 schedule.not_before(self.paused_until)
+                if sent_at >= self._cut_at:
+                    schedule.slow_down(_SLOWER)
         if sent_at >= self._cut_at:
             self._cut_at = now
             self.limit = max(1, self.limit // 2)

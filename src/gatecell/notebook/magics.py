@@ -242,22 +242,16 @@ class GatecellMagics(Magics):
         bar in the cell; a kernel interrupt stops it and the rows done so far are the value."""
         if ns.over not in self.namespace:
             raise UsageError(f"%chat --over: no variable {ns.over!r} in the notebook")
-        for flag, value in (("-j/--jobs", ns.jobs), ("--rpm", ns.rpm), ("--tpm", ns.tpm)):
-            if value is not None and not value > 0:
-                raise UsageError(f"%chat: {flag} must be a positive number, got {value:g}")
-        return self.session.gateway.map(
-            template,
-            self.namespace[ns.over],
-            model=ns.model or self.defaults.model,
-            api=ns.api or self.defaults.api,
-            system=ns.system or self.defaults.system or None,
-            temperature=ns.temperature,
-            top_p=ns.top_p,
-            max_tokens=ns.max_tokens,
-            concurrency=ns.jobs,
-            rpm=ns.rpm,
-            tpm=ns.tpm,
-        )
+        from gatecell.batch.options import from_flags
+
+        try:
+            options = from_flags(ns)
+        except ValueError as exc:
+            raise UsageError(f"%chat: {exc}") from None
+        options["model"] = ns.model or self.defaults.model
+        options["api"] = ns.api or self.defaults.api
+        options["system"] = ns.system or self.defaults.system or None
+        return self.session.gateway.map(template, self.namespace[ns.over], **options)
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
         model = ns.model or self.defaults.reasoning_model
