@@ -13,9 +13,10 @@ people write, side by side in one run; then rate-limit accuracy and memory.
    embedded gateway's requests are not the measure: a counting proxy server is).
 3. Against a gateway that enforces ``R`` requests per minute with 429s (``R/60`` per fixed
    one-second window, Retry-After to the window's end): rows failed and the share of 429s.
-4. Memory: peak RSS of ``map`` over 1,000 and ``--memory-rows`` queued rows (a generator),
-   in fresh processes: the engine pulls rows as workers free up, so the queue costs nothing;
-   what grows is the results (one `Row` per finished row).
+4. Memory: peak RSS of ``map`` over a generator, in fresh processes: 1,000 rows;
+   ``--memory-rows`` rows stopped (Ctrl-C) after 1,000, the rest still queued; and all of
+   them. The engine pulls rows as workers free up, so the queue costs nothing; what grows
+   is the results (one `Row` per finished row).
 
     .venv/bin/python benchmarks/bench_batch.py [--rows 10000] [--reps 3] [--rpm 1200]
         [--rate-seconds 30] [--memory-rows 100000] [--only throughput rate limited memory]
@@ -350,44 +351,65 @@ def limited(rpm: int, seconds: float) -> tuple[dict, list[dict]]:
 
 
 _MEMORY_CHILD = """
-import os, resource, sys, tempfile
+import os, resource, signal, sys, tempfile
 os.environ["GATECELL_HOME"] = tempfile.mkdtemp(prefix="gatecell-bench-batch-")
 from gatecell import Gateway
 gw = Gateway(base_url=sys.argv[1], api_key=sys.argv[2])
-rows = int(sys.argv[3])
-batch = gw.map("memory row {item}", (i for i in range(rows)), model="bench-model", max_tokens=1,
+rows, stop_at = int(sys.argv[3]), int(sys.argv[4])
+
+def queued():
+    for i in range(rows):
+        if i == stop_at:  # Ctrl-C, as a user stops a batch: the rest stays queued, never read
+            os.kill(os.getpid(), signal.SIGINT)
+        yield i
+
+batch = gw.map("memory row {item}", queued(), model="bench-model", max_tokens=1,
                concurrency=64, progress=False)
-assert batch.done == rows, batch
+assert batch.done >= min(rows, stop_at) - 64, batch
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
 def memory(big: int) -> tuple[dict, list[dict]]:
-    """Peak RSS of a map over a generator of 1,000 rows and of ``big`` rows, each in a new process."""
+    """Peak RSS (best of two fresh processes each) of a map over a generator: 1,000 rows;
+    ``big`` rows; and ``big`` rows stopped after 1,000 (the rest queued in the generator)."""
+    runs = {
+        "1,000 rows": (1000, 1000),
+        f"{big:,} rows": (big, big),
+        f"{big:,} queued, stopped at 1,000": (big, 1000),
+    }
     peaks = {}
     with spawn_neutral(1) as server:
-        for rows in (1000, big):
-            out = subprocess.run(
-                [PYTHON, "-c", _MEMORY_CHILD, server.url, BENCH_KEY, str(rows)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            peaks[rows] = int(out.stdout.split()[-1]) / 1024  # KiB -> MiB
-    per_row = (peaks[big] - peaks[1000]) * 2**20 / (big - 1000)
+        for name, (rows, stop_at) in runs.items():
+            argv = [PYTHON, "-c", _MEMORY_CHILD, server.url, BENCH_KEY, str(rows), str(stop_at)]
+            peaks[name] = min(
+                int(subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()[-1])
+                / 1024
+                for _ in range(2)
+            )  # KiB -> MiB
+    small, whole, queued = peaks.values()
+    per_row = (whole - small) * 2**20 / (big - 1000)
     print(
-        f"\npeak RSS: {peaks[1000]:.1f} MiB for 1,000 rows, {peaks[big]:.1f} MiB for {big:,} "
-        f"({per_row:.0f} bytes per finished row: the results, not the queue)"
+        f"\npeak RSS: {small:.1f} MiB for 1,000 rows; {queued:.1f} MiB with {big:,} queued and 1,000 done; "
+        f"{whole:.1f} MiB with all {big:,} done ({per_row:.0f} bytes per finished row, its Row in the Batch)"
     )
     summary = [
         summary_row(
-            f"map peak RSS, {big:,} rows from a generator",
-            f"{peaks[big]:.1f} MiB",
-            f"1,000 rows {peaks[1000]:.1f} MiB",
+            f"map peak RSS, {big:,} rows queued (a generator), 1,000 done",
+            f"{queued:.1f} MiB",
+            f"1,000 rows {small:.1f} MiB",
+            queued / small,
+            "no growth with queued rows",
+            queued < small * 1.1,
+        ),
+        summary_row(
+            f"map peak RSS, {big:,} rows done (info)",
+            f"{whole:.1f} MiB",
+            "-",
             None,
-            "reported",
+            f"reported: {per_row:.0f} B/row",
             None,
-        )
+        ),
     ]
     return {"peak_rss_mib": peaks, "bytes_per_finished_row": per_row}, summary
 
