@@ -15,8 +15,8 @@ people write, side by side in one run; then rate-limit accuracy and memory.
    one-second window, Retry-After to the window's end): rows failed and the share of 429s.
 4. Memory: peak RSS of ``map`` over a generator, in fresh processes: 1,000 rows;
    ``--memory-rows`` rows stopped (Ctrl-C) after 1,000, the rest still queued; and all of
-   them. The engine pulls rows as workers free up, so the queue costs nothing; what grows
-   is the results (one `Row` per finished row).
+   them (peak RSS: the process's VmHWM). The engine pulls rows as workers free up, so the
+   queue costs nothing; what grows is the results (one `Row` per finished row).
 
     .venv/bin/python benchmarks/bench_batch.py [--rows 10000] [--reps 3] [--rpm 1200]
         [--rate-seconds 30] [--memory-rows 100000] [--only throughput rate limited memory]
@@ -351,7 +351,7 @@ def limited(rpm: int, seconds: float) -> tuple[dict, list[dict]]:
 
 
 _MEMORY_CHILD = """
-import os, resource, signal, sys, tempfile
+import os, signal, sys, tempfile
 os.environ["GATECELL_HOME"] = tempfile.mkdtemp(prefix="gatecell-bench-batch-")
 from gatecell import Gateway
 gw = Gateway(base_url=sys.argv[1], api_key=sys.argv[2])
@@ -366,7 +366,8 @@ def queued():
 batch = gw.map("memory row {item}", queued(), model="bench-model", max_tokens=1,
                concurrency=64, progress=False)
 assert batch.done >= min(rows, stop_at) - 64, batch
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it would be the parent's peak
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
 """
 
 
