@@ -15,6 +15,12 @@ request than everything else a row does. On that one path it also:
   request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
   the client's `RetryPolicy` per row.
 
+What would cost a row more than its work is left out: httpx's Request and Response are made
+from the parts already at hand (`_Request`, `_Response`), one watch enforces the request
+timeout of every request in flight, the cache key is made only when the log has answers to
+look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
+100,000 rows must not give the garbage collector millions of objects to walk).
+
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
 number of rows. Finished rows go to the store's writer thread in groups (every
 `FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
@@ -37,7 +43,7 @@ from gatecell.wire.client import _Endpoints
 from gatecell.wire.conversation import for_api
 from gatecell.wire.drivers import arun
 from gatecell.wire.errors import GatecellError
-from gatecell.wire.exchange import Call, Program
+from gatecell.wire.exchange import Call, Outcome, Program
 from gatecell.wire.http11 import BROKEN, Pool, with_body
 from gatecell.wire.limits import compressed, too_large_error
 from gatecell.wire.retry import retry_after
@@ -112,6 +118,9 @@ class _Programs(_Endpoints[Any, Any, Any, Any, Any, Any, Any, Any]):
 
     def _run(self, program: Program[Any]) -> Program[Any]:
         return program
+
+    def _record(self, outcome: Outcome) -> None:
+        """Nothing: the engine logs its rows itself, in groups (see `Engine._hand_over`)."""
 
     def _build(self, call: Call) -> httpx.Request:
         if call.stream or call.path[:1] != "/" or call.auth not in self._headers:
