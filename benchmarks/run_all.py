@@ -25,8 +25,9 @@ BENCHMARKS = [
     "bench_forward",
     "bench_concurrency",
     "bench_memory",
+    "bench_batch",
 ]
-TIMEOUT_S = 300
+TIMEOUT_S = 420
 START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table
 
 

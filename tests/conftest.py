@@ -1,14 +1,27 @@
-"""Shared fixtures. `local_gateway` is the embedded local gateway, one per test session;
-`make_gateway` starts gateways of a test's own, with its own options; `kernel_cells` runs cells
-in a running Jupyter kernel and collects what a frontend shows; `ipshell` is a real IPython shell
-with gatecell loaded; `browser` Debian's Chromium."""
+"""Shared fixtures. `home` is a fresh GATECELL_HOME; `local_gateway` is the embedded local
+gateway, one per test session; `make_gateway` starts gateways of a test's own, with its own
+options; `kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend
+shows; `ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh GATECELL_HOME for this test (and for the processes it starts), with no other
+    GATECELL_* setting in the way."""
+    folder = tmp_path / "home"
+    for name in [k for k in os.environ if k.startswith("GATECELL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GATECELL_HOME", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")

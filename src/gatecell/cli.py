@@ -262,6 +262,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     lab.set_defaults(run=_lab)
     _add_store_commands(sub)
+    from gatecell.batch.command import add_parser as add_map_command
+
+    add_map_command(sub)
     return parser
 
 

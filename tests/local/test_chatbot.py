@@ -25,6 +25,23 @@ def test_simple_questions_get_exact_answers(question, reply):
     assert answer([("user", question)]).text == reply
 
 
+@pytest.mark.parametrize(
+    ("question", "label"),
+    [
+        (
+            "Classify the sentiment of this review as positive, negative or neutral: I love it, great",
+            "positive",
+        ),
+        ("Classify the sentiment as Positive or Negative: awful, it arrived broken", "Negative"),
+        ("classify this review as positive, negative or neutral: it arrived on Tuesday", "neutral"),
+        ("Classify the topic as billing, shipping or other: where is my shipping box?", "shipping"),
+        ("Classify the topic as billing, shipping or other: hello", "other"),
+    ],
+)
+def test_classification_prompts_get_one_of_their_labels(question, label):
+    assert answer([("user", question)]).text == label
+
+
 def test_huge_powers_are_not_computed():
     assert "=" not in answer([("user", "what is 9**99999999")]).text
 

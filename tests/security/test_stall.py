@@ -28,6 +28,8 @@ FAMILIES = {
     "names": lambda n: "my name is Al " * (n // 14),
     "a count with a huge number": lambda n: "count to " + "9" * n,
     "say and spaces": lambda n: "say" + " " * n + "x",
+    "classify with no colon": lambda n: "classify it as a or b " * (n // 22),
+    "classify and many labels": lambda n: "classify as " + "a, " * (n // 3) + ": good",
 }
 
 

@@ -1,8 +1,8 @@
-"""Fixtures of the store's tests: a fresh GATECELL_HOME, a store in it, a folder others cannot write."""
+"""Fixtures of the store's tests: a store in a fresh GATECELL_HOME (`home`, in tests/conftest.py),
+a folder others cannot write."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -11,16 +11,6 @@ from pathlib import Path
 import pytest
 
 from gatecell.store import Store
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh GATECELL_HOME for this test (and for the processes it starts)."""
-    folder = tmp_path / "home"
-    for name in [k for k in os.environ if k.startswith("GATECELL_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("GATECELL_HOME", str(folder))
-    return folder
 
 
 @pytest.fixture

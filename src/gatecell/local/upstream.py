@@ -21,7 +21,6 @@ import asyncio
 import json
 import logging
 import re
-import ssl
 from urllib.parse import urlsplit
 
 import anyio
@@ -29,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from gatecell.wire.http11 import BROKEN as _BROKEN
+from gatecell.wire.http11 import Answer, Pool
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import root_url
 
@@ -69,14 +70,6 @@ _DROP_RESPONSE = frozenset(
 # Bodies come back as they are so that keys in them can be seen (and masked).
 _IDENTITY = (b"accept-encoding", b"identity")
 
-# The header lines of an answer; anything else (obs-fold, control characters, a bare LF, a
-# name that is not a token) is dropped rather than passed on.
-_FIELDS = re.compile(
-    rb"\r\n([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*"
-    rb"((?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?)[ \t]*(?=\r\n)"
-)
-_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"content-encoding", b"connection"))
-
 # A key: the SPEC 5 form, sk- in any case and then key characters, as wire.secret.redact sees it.
 # The pattern starts at the dash and looks behind for the sk: a literal first character lets
 # the regex engine skip ahead like a bytes search, so a body without keys costs little.
@@ -90,11 +83,7 @@ _WINDOW = 256  # the longest tail of key characters held back until the next pie
 
 _CONNECT_TIMEOUT = 10.0
 _ANSWER_TIMEOUT = 600.0  # until the status line of an answer arrives
-_IDLE_POOL = 256
-_READ = 65536
 _MODELS_CAP = 8 << 20  # the model list is parsed whole
-_BROKEN = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
-_timeout = getattr(asyncio, "timeout", None)
 
 
 def forwardable(method: str, path: str) -> bool:
@@ -212,109 +201,6 @@ def _mask(m: re.Match[bytes]) -> bytes:
     return m.group()[:keep] + b"*" * (m.end() - m.start() - keep)
 
 
-class _Answer:
-    """One upstream answer: status, headers, and a body read off its pooled connection."""
-
-    def __init__(self, upstream: Upstream, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
-        self._upstream = upstream
-        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = conn
-        self._reader = conn[0]
-        self.status = 0
-        self.head = b""  # as it came
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.length: int | None = None  # the Content-Length the upstream declared
-        self.coding = b""  # its Content-Encoding
-        self.chunked = False
-        self.done = False  # the body was read whole
-        self.empty = False  # there is no body (HEAD, 204, 304, a length of 0)
-        self._left: int | None = None  # bytes left in the body, or in the current chunk
-        self._reusable = True
-
-    async def read_head(self, method: str) -> None:
-        while True:
-            head = await self._reader.readuntil(b"\r\n\r\n")
-            version, status = head.split(b" ", 2)[:2]
-            self.status = int(status)
-            if not 100 <= self.status <= 599 or self.status == 101:  # it was never asked to switch
-                raise ValueError("bad status")
-            if self.status >= 200:
-                break  # 1xx interim answers are skipped
-        self._reusable = version == b"HTTP/1.1"
-        self.head = head
-        for name, value in _FIELDS.findall(head):
-            name = name.lower()
-            if name in _FRAMING:
-                lower = value.lower()
-                if name == b"content-length":
-                    if not value.isdigit() or self.length not in (None, int(value)):
-                        raise ValueError("bad content-length")
-                    self.length = int(value)
-                elif name == b"transfer-encoding":
-                    self.chunked = b"chunked" in lower
-                elif name == b"content-encoding":
-                    self.coding = lower
-                elif b"close" in lower:
-                    self._reusable = False
-            self.headers.append((name, value))
-        if method == "HEAD" or self.status in (204, 304):
-            self._left, self.chunked = 0, False
-        elif not self.chunked:
-            self._left = self.length
-        self.empty = self._left == 0
-
-    async def read(self) -> bytes:
-        """The next piece of the body as it arrives, b"" once it is over. The connection goes
-        back to the pool as soon as the body was read whole."""
-        if self.done:
-            return b""
-        reader = self._reader
-        if self.chunked and not self._left:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            if size < 0:  # int() takes a sign; read() takes a negative size as "all"
-                raise ValueError("bad chunk size")
-            if not size:
-                while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers
-                    pass
-                self._finish()
-                return b""
-            if size <= _READ:  # a small chunk (an event of a stream) and its CRLF in one read
-                data = await reader.readexactly(size + 2)
-                if data[-2:] != b"\r\n":
-                    raise ValueError("bad chunk end")
-                return data[:-2]
-            self._left = size
-        if self._left is None:  # up to close
-            data = await reader.read(_READ)
-            if not data:
-                self._reusable = False
-                self._finish()
-            return data
-        if not self._left:
-            self._finish()
-            return b""
-        data = await reader.read(min(self._left, _READ))
-        if not data:
-            raise asyncio.IncompleteReadError(data, self._left)
-        self._left -= len(data)
-        if not self._left:
-            if self.chunked:
-                if await reader.readexactly(2) != b"\r\n":
-                    raise ValueError("bad chunk end")
-            else:
-                self._finish()
-        return data
-
-    def _finish(self) -> None:
-        self.done = True
-        self.release()
-
-    def release(self) -> None:
-        """Give the connection back to the pool when the answer was read whole, else close it."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            self._upstream._give_back(conn, reusable=self.done and self._reusable)
-
-
 class _Relay(Response):
     """An upstream answer as an ASGI response, its body relayed piece by piece, masked and capped.
 
@@ -325,7 +211,7 @@ class _Relay(Response):
     """
 
     def __init__(
-        self, answer: _Answer, headers: list[tuple[bytes, bytes]], scrubber: _Scrubber, cap: int
+        self, answer: Answer, headers: list[tuple[bytes, bytes]], scrubber: _Scrubber, cap: int
     ) -> None:
         self.status_code = answer.status
         self.raw_headers = headers
@@ -394,12 +280,8 @@ class Upstream:
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {base_url!r}")
-        self._host = parts.hostname
-        self._port = parts.port or (443 if parts.scheme == "https" else 80)
-        self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
+        self._pool = Pool(self.base_url, connect_timeout=_CONNECT_TIMEOUT, answer_timeout=_ANSWER_TIMEOUT)
         self._prefix = parts.path.rstrip("/").encode()
-        default = parts.port is None
-        self._host_header = (self._host if default else f"{self._host}:{self._port}").encode()
         self._key = key.reveal().encode() if key else None
         if self._key and not all(0x21 <= c <= 0x7E for c in self._key):
             raise ValueError("the upstream key holds characters an HTTP header cannot carry")
@@ -410,18 +292,9 @@ class Upstream:
         self._literal = literal.lower() if literal else None
         key_alt = b"(?P<key>(?i:%s))|" % re.escape(literal) if literal else b""
         self._pattern = re.compile(key_alt + b"(?P<shape>" + _SHAPE + b")")
-        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def aclose(self) -> None:
-        idle, self._idle = self._idle, []
-        for _, writer in idle:
-            writer.close()
-
-    def _give_back(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], reusable: bool) -> None:
-        if reusable and len(self._idle) < _IDLE_POOL and not conn[1].is_closing():
-            self._idle.append(conn)
-        else:
-            conn[1].close()
+        await self._pool.aclose()
 
     def _credentials(self, path: str) -> list[tuple[bytes, bytes]]:
         if not self._key:
@@ -437,40 +310,11 @@ class Upstream:
 
     async def send(
         self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> _Answer:
-        """Send one request; a kept-alive connection the upstream closed meanwhile is retried once."""
-        head = [
-            b"%s %s%s HTTP/1.1\r\nhost: %s\r\n" % (method.encode(), self._prefix, target, self._host_header)
-        ]
-        head += [b"%s: %s\r\n" % pair for pair in headers]
-        if body or method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
-            head.append(b"content-length: %d\r\n" % len(body))
-        raw = b"".join(head) + b"\r\n" + body
-        while True:
-            reused = bool(self._idle)
-            if reused:
-                conn = self._idle.pop()
-            else:
-                conn = await asyncio.wait_for(
-                    asyncio.open_connection(self._host, self._port, ssl=self._ssl, limit=_READ),
-                    _CONNECT_TIMEOUT,
-                )
-            answer = _Answer(self, conn)
-            try:
-                conn[1].write(raw)
-                if _timeout is not None:  # 3.11+: a timer, not a task per request
-                    async with _timeout(_ANSWER_TIMEOUT):
-                        await answer.read_head(method)
-                else:
-                    await asyncio.wait_for(answer.read_head(method), _ANSWER_TIMEOUT)
-                return answer
-            except (ConnectionError, asyncio.IncompleteReadError) as exc:
-                answer.release()
-                if not reused or answer.status:
-                    raise ConnectionError(f"upstream closed the connection ({type(exc).__name__})") from None
-            except BaseException:
-                answer.release()
-                raise
+    ) -> Answer:
+        """Send one request (see `Pool.send`) to ``target`` under the upstream's path."""
+        return await self._pool.send(
+            method, self._pool.request_bytes(method, self._prefix + target, headers, body)
+        )
 
     async def forward(self, request: Request, body: bytes | None = None) -> Response:
         """Send `request` (with `body`, the bytes already read) upstream; relay the answer.
@@ -500,7 +344,7 @@ class Upstream:
             answer.release()
             raise
 
-    async def _relay(self, answer: _Answer) -> _Relay:
+    async def _relay(self, answer: Answer) -> _Relay:
         """The answer's headers cleaned, its first piece read: a 502 here is still clean."""
         scrubber = self._scrubber()
         headers = _without(answer.headers, _DROP_RESPONSE)

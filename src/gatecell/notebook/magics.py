@@ -40,6 +40,7 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
             *("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream"),
             *("api", "cells", "error", "code", "show_prompt"),
             "cache",
+            *("over", "jobs", "rpm", "tpm"),
         ),
     ),
     "reason": (
@@ -195,7 +196,7 @@ class GatecellMagics(Magics):
             raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
         if not prompt.strip() and not getattr(ns, "error", False):
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
-        if not ns.no_interpolate:
+        if not ns.no_interpolate and not getattr(ns, "over", None):  # --over fills {field} per row
             from .template import interpolate
 
             rows, chars = self.defaults.context_rows, self.defaults.context_chars
@@ -249,6 +250,8 @@ class GatecellMagics(Magics):
     # -- conversation --------------------------------------------------------------------
 
     def _chat(self, ns: argparse.Namespace, prompt: str) -> Any:
+        if ns.over:
+            return self._over(ns, prompt)
         prompt = self._context(ns, prompt)
         if not prompt:
             return None
@@ -265,6 +268,22 @@ class GatecellMagics(Magics):
             return self._converse(
                 ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
             )
+
+    def _over(self, ns: argparse.Namespace, template: str) -> Any:
+        """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
+        bar in the cell; a kernel interrupt stops it and the rows done so far are the value."""
+        if ns.over not in self.namespace:
+            raise UsageError(f"%chat --over: no variable {ns.over!r} in the notebook")
+        from gatecell.batch.options import from_flags
+
+        try:
+            options = from_flags(ns)
+        except ValueError as exc:
+            raise UsageError(f"%chat: {exc}") from None
+        options["model"] = ns.model or self.defaults.model
+        options["api"] = ns.api or self.defaults.api
+        options["system"] = ns.system or self.defaults.system or None
+        return self.session.gateway.map(template, self.namespace[ns.over], **options)
 
     def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
         prompt = self._context(ns, prompt)

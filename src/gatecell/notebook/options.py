@@ -85,6 +85,20 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "out": (("-o", "--out"), {"metavar": "VAR", "help": "store the result in this variable"}),
     "footer": (("--footer",), {"action": "store_true", "help": "show a provenance line under the output"}),
     "debug": (("--debug",), {"action": "store_true", "help": "show the full traceback of an error"}),
+    "over": (
+        ("--over",),
+        {
+            "metavar": "NAME",
+            "help": "once per row of the DataFrame, Series or list NAME: the cell is a template whose "
+            "{field}s come from each row; the Batch is the cell's value (and -o VAR's)",
+        },
+    ),
+    "jobs": (
+        ("-j", "--jobs"),
+        {"type": int, "metavar": "N", "help": "with --over: requests at once (8, GATECELL_MAP_CONCURRENCY)"},
+    ),
+    "rpm": (("--rpm",), {"type": float, "metavar": "R", "help": "with --over: at most R requests a minute"}),
+    "tpm": (("--tpm",), {"type": float, "metavar": "T", "help": "with --over: at most T tokens a minute"}),
     "no_interpolate": (
         ("--no-interpolate",),
         {"action": "store_true", "help": "do not fill {name} from the notebook's variables"},

@@ -28,14 +28,14 @@ from IPython.core.error import UsageError
 
 from .summary import CHARS, ROWS, clip, summarize
 
-__all__ = ["interpolate", "code_ranges"]
+__all__ = ["interpolate", "code_ranges", "FIELD", "FORMATTER"]
 
-_FIELD = re.compile(
+FIELD = re.compile(
     r"\{\{|\}\}"
     r"|\{(?P<field>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{}]*))?\}"
 )
 
-_FORMATTER = string.Formatter()
+FORMATTER = string.Formatter()
 
 
 def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, chars: int = CHARS) -> str:
@@ -45,7 +45,7 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, ch
     starts = [start for start, _ in code]
     out: list[str] = []
     pos = 0
-    for match in _FIELD.finditer(text):
+    for match in FIELD.finditer(text):
         i = bisect.bisect_right(starts, match.start()) - 1
         if (i >= 0 and match.start() < code[i][1]) or (i + 1 < len(code) and code[i + 1][0] < match.end()):
             continue  # in code, or reaching into it: as written
@@ -66,7 +66,7 @@ def _fill(match: re.Match[str], text: str, namespace: Mapping[str, Any], rows: i
             "(write {{ and }} for literal braces, or pass --no-interpolate)"
         )
     try:
-        value, _ = _FORMATTER.get_field(field, (), namespace)
+        value, _ = FORMATTER.get_field(field, (), namespace)
     except KeyError as exc:
         hint = " (Out keeps the value of each cell that showed one)" if name == "Out" else ""
         raise UsageError(f"{{{field}}} in the prompt: {name} has no item {exc.args[0]!r}{hint}") from None
@@ -78,7 +78,7 @@ def _fill(match: re.Match[str], text: str, namespace: Mapping[str, Any], rows: i
     conv, spec = match.group("conv"), match.group("spec")
     try:
         if conv or spec:
-            filled = clip(_FORMATTER.format_field(_FORMATTER.convert_field(value, conv), spec or ""), chars)
+            filled = clip(FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec or ""), chars)
         elif name == "In" and isinstance(value, str):
             from .markdown import fence
 

@@ -74,6 +74,20 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
     return Answer(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
 
 
+def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:
+    """The keys of every exchange that can answer (as `answer` picks them), read from the
+    index alone; None when there are more than ``limit``."""
+    keys = {
+        key
+        for (key,) in conn.execute(
+            "SELECT DISTINCT cache_key FROM exchanges INDEXED BY exchanges_answers "
+            "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 LIMIT ?",
+            (limit + 1,),
+        )
+    }
+    return keys if len(keys) <= limit else None
+
+
 # -- the log ------------------------------------------------------------------------------
 
 _EXCHANGE_FIELDS = ", ".join(

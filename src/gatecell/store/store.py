@@ -430,23 +430,40 @@ class Store:
         if self._written < self._queued:
             self.flush(_LOOKUP_WAIT)
 
-    def lookup(self, key: str) -> queries.Answer | None:
+    def lookup(self, key: str, *, settle: bool = True) -> queries.Answer | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
         itself a cache hit. None when there is none, or when the store is off.
 
         It waits for this process's pending writes only when one of them could be that
         answer (its key is this one, or not known yet): a run of cache hits, each logged,
-        never waits for the commits of the one before."""
+        never waits for the commits of the one before. ``settle=False`` never waits: the
+        batch engine looks up rows while it logs others, and a wait per row would hold it to
+        the writer's pace."""
         if self.off is not None:
             return None
-        with self._lock:
-            pending = self._answers[key] or self._answers[""]
-        if pending:
-            self.flush(_LOOKUP_WAIT)
+        if settle:
+            with self._lock:
+                pending = self._answers[key] or self._answers[""]
+            if pending:
+                self.flush(_LOOKUP_WAIT)
         try:
             conn = self._reader()
             return queries.answer(conn, key) if conn is not None else None
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+            return None
+
+    def answer_keys(self, limit: int = 500_000) -> set[str] | None:
+        """Every cache key `lookup` could answer now, when there are at most ``limit`` (else
+        None, as when the store is off): a batch checks its rows against them in memory and
+        asks `lookup` only for those that are there."""
+        if self.off is not None:
+            return None
+        self._settle()
+        try:
+            conn = self._reader()
+            return queries.answer_keys(conn, limit) if conn is not None else set()
         except (sqlite3.Error, OSError) as exc:
             self._fail(exc)
             return None

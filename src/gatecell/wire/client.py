@@ -27,7 +27,7 @@ import httpx
 from gatecell import __version__
 
 from . import schemas
-from .context import current
+from .context import CallContext, current
 from .conversation import for_api, to_responses
 from .decoders import (
     BodyDecoder,
@@ -61,6 +61,10 @@ from .streams import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from gatecell.batch import Batch, MapOptions
+
     from .journal import Journal
 
 __all__ = [
@@ -664,11 +668,8 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
         the same parser, and nothing is sent."""
         context, at = current(), time.time()
         key = hit = None
-        if self.cache or context.cache:
-            from .journal import Journal
-
-            if Journal.wanted(call, self.cache, context):
-                key, hit = self._journaled().lookup(call)
+        if self._asks_cache(call, context):
+            key, hit = self._journaled().lookup(call)
         try:
             if hit is not None:
                 response, meta = self._journaled().replayed(call, hit)
@@ -692,6 +693,14 @@ class _Endpoints(Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, 
             body = None if call.stream or _is_sse(response) else response.content
             self._record(Outcome(call, result, meta=meta, body=body, context=context, at=at, cache_key=key))
         return result
+
+    def _asks_cache(self, call: Call, context: CallContext) -> bool:
+        """Whether to answer ``call`` from the log: the call's say, else the client's."""
+        if not (self.cache or context.cache):
+            return False
+        from .journal import Journal
+
+        return Journal.wanted(call, self.cache, context)
 
     def _journaled(self) -> Journal:
         """This client's side of the store, made on first use (it loads SQLite)."""
@@ -910,6 +919,22 @@ class Gateway(
     def _run(self, program: Program[T]) -> T:
         return run(program, self._http)
 
+    def map(self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]) -> Batch:
+        """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
+        DataFrame's columns, ``{item}`` for plain values), sent with up to ``concurrency``
+        requests at once within ``rpm``/``tpm``; a `Batch` of the replies, with a progress bar.
+        The options (model, api, system, temperature, top_p, max_tokens, concurrency, rpm,
+        tpm, max_retries, cache, on_error) are `gatecell.batch.MapOptions`.
+
+        Finished rows are logged and, with ``cache`` (the default), answered from the log, so
+        running it again after an interrupt sends only the rest. A row that still fails after
+        its retries records its error (``on_error="raise"``: `BatchError`). Ctrl-C returns
+        the rows done so far. See `gatecell.batch`.
+        """
+        from gatecell.batch import run as run_map
+
+        return run_map(self, template, data, progress=progress, **options)
+
     def close(self) -> None:
         self._http.close()
 
@@ -938,6 +963,14 @@ class AsyncGateway(
 
     def _run(self, program: Program[T]) -> Coroutine[Any, Any, T]:
         return arun(program, self._http)
+
+    async def map(
+        self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]
+    ) -> Batch:
+        """`Gateway.map`, on the running event loop."""
+        from gatecell.batch import arun as arun_map
+
+        return await arun_map(self, template, data, progress=progress, **options)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
 from .exchange import Program, Read, Send
 
-__all__ = ["run", "arun"]
+__all__ = ["run", "arun", "AsyncSender"]
 
 T = TypeVar("T")
+
+
+class AsyncSender(Protocol):
+    """What `arun` sends with: an `httpx.AsyncClient`, or the batch engine's lean sender."""
+
+    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response: ...
 
 
 def run(program: Program[T], http: httpx.Client) -> T:
@@ -42,7 +48,7 @@ def run(program: Program[T], http: httpx.Client) -> T:
             error = exc
 
 
-async def arun(program: Program[T], http: httpx.AsyncClient) -> T:
+async def arun(program: Program[T], http: AsyncSender) -> T:
     """`run`, awaiting each command."""
     result: Any = None
     error: Exception | None = None

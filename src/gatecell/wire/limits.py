@@ -21,7 +21,7 @@ import httpx
 
 from .errors import APIError, ResponseTooLargeError, too_large
 
-__all__ = ["LIMITS", "Limits", "LimitedTransport"]
+__all__ = ["LIMITS", "Limits", "LimitedTransport", "compressed", "too_large_error"]
 
 LIMITS = "gatecell.limits"  # the request extension holding its `Limits`
 
@@ -38,8 +38,24 @@ class Limits:
         self.deadline = None if seconds is None else time.monotonic() + seconds
 
 
+def too_large_error(request: httpx.Request, max_bytes: int) -> ResponseTooLargeError:
+    return ResponseTooLargeError(too_large(max_bytes), method=request.method, path=request.url.path)
+
+
 def _too_large(request: httpx.Request, limits: Limits) -> ResponseTooLargeError:
-    return ResponseTooLargeError(too_large(limits.max_bytes), method=request.method, path=request.url.path)
+    return too_large_error(request, limits.max_bytes)
+
+
+def compressed(encoding: str, status: int, request: httpx.Request) -> APIError:
+    """A body in a content coding the client did not ask for: refused, since its size after
+    decompressing cannot be bounded."""
+    return APIError(
+        f"the body came compressed ({encoding}) though the client asked for none "
+        "(Accept-Encoding: identity), so its size cannot be bounded",
+        status=status,
+        method=request.method,
+        path=request.url.path,
+    )
 
 
 class _LimitedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -107,13 +123,7 @@ class LimitedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return response
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding != "identity":
-            raise APIError(
-                f"the body came compressed ({encoding}) though the client asked for none "
-                "(Accept-Encoding: identity), so its size cannot be bounded",
-                status=response.status_code,
-                method=request.method,
-                path=request.url.path,
-            )
+            raise compressed(encoding, response.status_code, request)
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > limits.max_bytes:
             raise _too_large(request, limits)

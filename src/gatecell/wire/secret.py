@@ -68,17 +68,19 @@ def _mask_shape(match: re.Match[str]) -> str:
 
 
 def redact(text: str, *secrets: Secret | str | None) -> str:
-    """Replace every given key and every ``sk-…`` shaped token, whatever their case, with a mask.
-
-    A text holding neither (almost every one) is returned after one case-folded scan: the
-    log redacts every field of every exchange."""
-    folded = text.casefold()
+    """Replace every given key and every ``sk-…`` shaped token, whatever their case, with a mask."""
+    # ASCII text (nearly all of it) is first searched in lower case, which costs far less than
+    # the patterns; other text may match a key by a Unicode case rule, so it always goes through.
+    lower = text.lower() if text.isascii() else None
     for s in secrets:
         if s:
             secret = s if isinstance(s, Secret) else Secret(s)
-            if secret.reveal().casefold() in folded:
-                text = re.sub(re.escape(secret.reveal()), secret.masked, text, flags=re.IGNORECASE)
-    return _KEY_SHAPE.sub(_mask_shape, text) if "sk-" in folded else text
+            value = secret.reveal()
+            if lower is None or value.lower() in lower:
+                text = re.sub(re.escape(value), secret.masked, text, flags=re.IGNORECASE)
+    if lower is not None and "sk-" not in lower:
+        return text
+    return _KEY_SHAPE.sub(_mask_shape, text)
 
 
 # The loggers whose records may carry a key: httpcore logs response headers at DEBUG.

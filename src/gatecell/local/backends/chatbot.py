@@ -117,7 +117,7 @@ def compose(turns: list[Turn], system: str | None) -> str:
 def _respond(question: str, history: list[Turn], system: str) -> str:
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
-    for rule in (_code, _arithmetic, _count, _echo, _name, _canned):
+    for rule in (_code, _arithmetic, _count, _echo, _classify, _name, _canned):
         reply = rule(question, history)
         if reply:
             return reply
@@ -253,6 +253,40 @@ def _code(question: str, history: list[Turn]) -> str | None:
         f'```python\ndef {name}():\n    """{doc}"""\n'
         "    raise NotImplementedError  # ask a real model for the body\n```"
     )
+
+
+# "Classify ... as A, B or C: TEXT": one of the labels, so a batch over a column can be shown
+# offline. Sentiment labels (positive / negative / neutral) go by a small word list; other
+# labels by which of them the text names. Bounded repeats keep the pattern linear.
+_CLASSIFY = re.compile(r"\bclassify\b[^:\n]{0,200}?\bas ([^:\n]{1,200}):", re.I)
+_NOT_LABELS = frozenset("or one of either and the a an".split())
+_POSITIVE = frozenset(
+    "good great love loved lovely excellent amazing wonderful perfect happy best fantastic nice works "
+    "recommend delightful superb".split()
+)
+_NEGATIVE = frozenset(
+    "bad terrible hate hated awful broken worst poor disappointing disappointed refund useless slow "
+    "never rude".split()
+)
+
+
+def _classify(question: str, history: list[Turn]) -> str | None:
+    match = _CLASSIFY.search(question)
+    labels = (
+        [w for w in re.findall(r"[A-Za-z][\w-]*", match.group(1)) if w.lower() not in _NOT_LABELS]
+        if match
+        else []
+    )
+    if len(labels) < 2 or match is None:
+        return None
+    words = re.findall(r"[a-z']+", question[match.end() :].lower())
+    by_word = {label.lower(): label for label in labels}
+    if "positive" in by_word and "negative" in by_word:
+        score = sum(w in _POSITIVE for w in words) - sum(w in _NEGATIVE for w in words)
+        if score:
+            return by_word["positive" if score > 0 else "negative"]
+        return by_word.get("neutral", labels[-1])
+    return next((by_word[w] for w in words if w in by_word), labels[-1])
 
 
 _NAME = re.compile(r"\bmy name is ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)", re.I)

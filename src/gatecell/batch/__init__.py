@@ -1,0 +1,84 @@
+"""Prompts over data: ``gw.map(template, rows)``, rate-limited, resumable, with a progress bar.
+
+`run` is `Gateway.map` (the engine on an event loop of its own, in a worker thread, so it
+works inside a running Jupyter kernel without ``nest_asyncio``; Ctrl-C, or a kernel
+interrupt, stops it and returns the rows done so far); `arun` is `AsyncGateway.map`, on the
+caller's loop. The engine is `engine.Engine`; the rows and the template, `rows`; the rate
+limits, `pacing`; the result, `result.Batch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from .options import MapOptions
+from .result import Batch, BatchError, Row
+
+__all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
+
+
+def _engine(client: Any, template: str, data: Any, options: dict[str, Any]) -> Any:
+    from gatecell.store import default_store
+
+    from .engine import Engine
+    from .options import resolve
+
+    return Engine(client, template, data, resolve(options), store=default_store())
+
+
+def run(client: Any, template: str, data: Any, *, progress: bool = True, **options: Any) -> Batch:
+    """`Gateway.map`: the engine on a loop of its own in a worker thread; this thread shows
+    the progress and takes Ctrl-C, which stops the engine and returns the partial `Batch`."""
+    from .progress import Progress
+
+    engine = _engine(client, template, data, options)
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
+
+    def main() -> None:
+        try:
+            outcome["batch"] = asyncio.run(engine.run())
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    bar = Progress(engine, progress)
+    threading.Thread(target=main, name="gatecell-map", daemon=True).start()
+    try:
+        while not finished.wait(bar.interval):
+            bar.update()
+    except KeyboardInterrupt:
+        engine.stop_threadsafe()
+        while not finished.is_set():
+            try:
+                finished.wait()
+            except KeyboardInterrupt:  # a second Ctrl-C while the engine stops: it is stopping
+                pass
+    finally:
+        bar.close()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["batch"]
+
+
+async def arun(client: Any, template: str, data: Any, *, progress: bool = True, **options: Any) -> Batch:
+    """`AsyncGateway.map`: the engine on the running loop, the progress updated beside it."""
+    from .progress import Progress
+
+    engine = _engine(client, template, data, options)
+    bar = Progress(engine, progress)
+
+    async def show() -> None:
+        while True:
+            await asyncio.sleep(bar.interval)
+            bar.update()
+
+    shower = asyncio.ensure_future(show())
+    try:
+        return await engine.run()
+    finally:
+        shower.cancel()
+        bar.close()

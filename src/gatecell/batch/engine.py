@@ -1,0 +1,526 @@
+"""The batch engine: one prompt per row, many rows in flight, every finished row in the log.
+
+Each row is one call of the client's own endpoint methods (`conversation.for_api` picks
+the method, the method validates and builds the body, routes a reasoning model to
+/v1/responses and parses the reply), run as a sans-IO program by `drivers.arun`, exactly
+as `AsyncGateway` runs it. Only the sender differs: `_RowSender` carries each request over
+the lean HTTP/1.1 pool of `wire.http11` instead of httpx, whose pool costs more CPU per
+request than everything else a row does. On that one path it also:
+
+- answers from the log: a request the log holds an answer for (same cache key as any
+  other entry point: `store.cache_key`) is not sent, so a re-run after an interrupt, a
+  kernel restart or a SIGKILL sends only the rows that had not finished;
+- paces (`pacing`): ``rpm``/``tpm`` schedules, and a 429 pauses the whole batch for its
+  Retry-After and halves the concurrency (which then creeps back up) before the same
+  request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
+  the client's `RetryPolicy` per row.
+
+What would cost a row more than its work is left out: httpx's Request and Response are made
+from the parts already at hand (`_Request`, `_Response`), one watch enforces the request
+timeout of every request in flight, the cache key is made only when the log has answers to
+look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
+100,000 rows must not give the garbage collector millions of objects to walk).
+
+Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
+number of rows. Finished rows go to the store's writer thread in groups (every
+`FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
+transactions rather than one per row, and a worker does not start a new row while more than
+`UNCOMMITTED` finished rows wait for their commit. So a process killed outright re-sends at
+most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from gatecell.wire.client import _Endpoints
+from gatecell.wire.context import CallContext
+from gatecell.wire.conversation import for_api
+from gatecell.wire.drivers import arun
+from gatecell.wire.errors import GatecellError
+from gatecell.wire.exchange import Call, Outcome, Program
+from gatecell.wire.http11 import BROKEN, Pool, with_body
+from gatecell.wire.journal import LOCAL, is_local
+from gatecell.wire.limits import compressed, too_large_error
+from gatecell.wire.retry import retry_after
+from gatecell.wire.schemas import usage_of
+
+from .options import Options
+from .pacing import Pacing
+from .result import Batch, BatchError, Row, Tokens
+from .rows import RowError, Rows, Template
+
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+
+RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
+UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
+FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
+FLUSH_ROWS = 200  # or how many wait
+_FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
+_DROPPED_HEADERS = frozenset((b"host", b"content-length", b"transfer-encoding"))
+
+
+class _Request(httpx.Request):
+    """An `httpx.Request` made from parts already checked: httpx's constructor parses the URL
+    and re-normalises every header, per request (with the response's, a third of a row's CPU)."""
+
+    def __init__(self, method: str, url: httpx.URL, headers: httpx.Headers, content: bytes) -> None:
+        self.method = method
+        self.url = url
+        self.headers = headers  # shared by the requests of one kind: never changed in place
+        self.extensions = {}
+        self.stream = httpx.ByteStream(content)
+        self._content = content
+
+
+class _Response(httpx.Response):
+    """An `httpx.Response` holding a whole body read by the lean client. ``headers`` is a dict
+    of lower-case names: every reader of a response in the wire asks for lower-case names
+    (``request_id_of``, ``retry_after``, Content-Type, Location) and gets the same answers."""
+
+    def __init__(self, status: int, headers: dict[str, str], content: bytes, request: httpx.Request) -> None:
+        self.status_code = status
+        self.headers = headers  # type: ignore[assignment]
+        self._request = request
+        self.next_request = None
+        self.extensions = {}
+        self.history = []
+        self.is_closed = self.is_stream_consumed = True
+        self.default_encoding = "utf-8"
+        self.stream = httpx.ByteStream(content)
+        self._content = content
+        self._num_bytes_downloaded = len(content)
+
+
+class _Programs(_Endpoints[Any, Any, Any, Any, Any, Any, Any, Any]):
+    """A client's endpoints returning their programs unrun, for the engine to drive: the
+    same validation, bodies, routing and parsing as the client (a copy of its settings)."""
+
+    def __init__(self, client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any], max_retries: int | None):
+        self.__dict__.update(client.__dict__)
+        if max_retries is not None:
+            self.retry = dataclasses.replace(client.retry, max_retries=max_retries)
+        # The client's request, built cheaper: each path's URL once, the headers once per kind
+        # of credential (httpx's build_request merges and parses them for every request).
+        self._urls: dict[str, httpx.URL] = {}
+        base = self._http.headers
+        key = self._api_key.reveal() if self._api_key else None
+        plain = [(n, v) for n, v in base.raw if n.lower() != b"authorization"]
+        self._headers = {
+            "bearer": httpx.Headers(base.raw),
+            "none": httpx.Headers(plain),
+            "goog": httpx.Headers(plain + ([(b"x-goog-api-key", key.encode())] if key else [])),
+        }
+
+    def _run(self, program: Program[Any]) -> Program[Any]:
+        return program
+
+    def _record(self, outcome: Outcome) -> None:
+        """Nothing: the engine logs its rows itself, in groups (see `Engine._hand_over`)."""
+
+    def _asks_cache(self, call: Call, context: CallContext) -> bool:
+        """Never: the engine looks its rows up itself, against the keys it read once."""
+        return False
+
+    def _build(self, call: Call) -> httpx.Request:
+        if call.stream or call.path[:1] != "/" or call.auth not in self._headers:
+            return super()._build(call)
+        url = self._urls.get(call.path)
+        if url is None:
+            url = self._urls[call.path] = httpx.URL(self.base_url + call.path)
+        return _Request(call.method, url, self._headers[call.auth], call.body or b"")
+
+
+class _Cached(Exception):
+    """The log has the answer: the row's program stops before sending."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+
+class Engine:
+    """One map over rows; `run` it on an event loop, `stop` it from any thread."""
+
+    def __init__(
+        self,
+        client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+        template: str,
+        data: Any,
+        options: Options,
+        store: Any = None,
+    ) -> None:
+        self.concurrency = options.concurrency
+        self.template = Template(template)
+        self.rows = Rows(data)
+        self.rows.check(self.template)  # a field the rows lack: refused before any request
+        self.model = options.model
+        self.api = options.api
+        self.on_error = options.on_error
+        self.cache = options.cache
+        self.programs = _Programs(client, options.max_retries)
+        # The log's name for the gateway, as the client's journal gives it (the local gateway is
+        # ``local`` whatever its port), so rows and interactive calls share one cache.
+        self.gateway = LOCAL if is_local(client.base_url) else client.base_url
+        self._system = [{"role": "system", "content": options.system}] if options.system else []
+        self._max_tokens = options.max_tokens
+        self._sampling: dict[str, Any] = {
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+            "max_tokens": options.max_tokens,
+        }
+        self.program_for("check")  # the sampling options, validated once by the endpoint itself
+        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
+        self.store = store
+        self._json_cap: int = client._json_cap
+        self._timeout: float = client.request_timeout
+        self._connect_timeout: float = client._http.timeout.connect or 5.0
+        self._pools: dict[tuple[str, str, int | None], Pool] = {}
+        self._heads: dict[tuple[str, bytes, int], bytes] = {}
+        self._deadlines: dict[asyncio.Task[Any], float] = {}  # requests in flight, by their worker
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._completion_guess = float(options.max_tokens or _FIRST_COMPLETION_GUESS)
+        # Progress, read by whoever shows it.
+        self.done = self.failed = self.cached = self.tokens = self.requests = 0
+        self.started = 0.0
+        self._labels: list[Any] = []
+        self._results: list[Row | None] = []
+        self._stopping = False
+        self._failure: Row | None = None
+        self._tasks: list[asyncio.Future[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._logged = 0  # rows handed to the writer
+        self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
+        self._committed_base = store.rows if store is not None else 0
+        # The keys the log can answer, read once (None: too many, ask per row): most rows of a
+        # batch are not in the log, and a set says so without a query.
+        self._answerable = store.answer_keys() if store is not None and self.cache else None
+
+    # -- the rows ---------------------------------------------------------------------
+
+    @property
+    def total(self) -> int | None:
+        return self.rows.total
+
+    def program_for(self, prompt: str) -> Program[Any]:
+        messages = [*self._system, {"role": "user", "content": prompt}]
+        method, arguments = for_api(self.api, self.model, messages, **self._sampling)
+        return getattr(self.programs, method)(stream=False, **arguments)
+
+    def _pull(self) -> Iterator[tuple[int, Any, Mapping[str, Any]]]:
+        for position, (label, fields) in enumerate(self.rows):
+            self._labels.append(label)
+            self._results.append(None)
+            yield position, label, fields
+
+    async def _worker(self, rows: Iterator[tuple[int, Any, Mapping[str, Any]]]) -> None:
+        for position, label, fields in rows:
+            await self._row(position, label, fields)
+            if self._failure is not None and self.on_error == "raise":
+                self.stop()
+                return
+            while self._uncommitted() > UNCOMMITTED:
+                await asyncio.sleep(0.002)
+
+    def _uncommitted(self) -> int:
+        store = self.store
+        if store is None or store.off is not None or not store.log_enabled:
+            return 0
+        return len(self._unlogged) + self._logged - (store.rows - self._committed_base)
+
+    async def _row(self, position: int, label: Any, fields: Mapping[str, Any]) -> None:
+        started = time.perf_counter()
+        row = Row(label, model=self.model)
+        sender = _RowSender(self)
+        usage: Any = None  # as the reply gave it, for the log
+        try:
+            prompt = self.template.fill(fields)
+            result = await arun(self.program_for(prompt), sender)
+        except RowError as exc:
+            row.error = str(exc)
+        except _Cached as hit:
+            answer = hit.answer
+            usage = answer.usage
+            row.text, row.cached, row.body = answer.text, True, answer.response
+            row.usage, row.request_id, row.endpoint = (
+                Tokens.of(usage_of(usage)),
+                answer.request_id,
+                answer.endpoint,
+            )
+        except GatecellError as exc:
+            row.error = " ".join(str(exc).split())
+        else:
+            meta = result.meta
+            usage = meta.usage
+            row.text, row.body = result.text, sender.raw
+            row.usage, row.request_id, row.endpoint = Tokens.of(usage), meta.request_id, meta.endpoint
+            row.attempts = meta.attempts
+        row.latency = time.perf_counter() - started
+        row.attempts = row.attempts or sender.sent
+        self._results[position] = row
+        self._count(row, sender)
+        self._log(row, sender, usage)
+
+    def _count(self, row: Row, sender: _RowSender) -> None:
+        if row.error is not None:
+            self.failed += 1
+            if self._failure is None:
+                self._failure = row
+            return
+        self.done += 1
+        self.cached += row.cached
+        usage = row.usage
+        if usage is not None:
+            self.tokens += usage.total_tokens or 0
+            if not row.cached and sender.booked:  # the tpm schedule learns what rows cost
+                self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
+                self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
+
+    def _log(self, row: Row, sender: _RowSender, usage: Any) -> None:
+        store = self.store
+        if store is None or sender.body is None:
+            return
+        arguments = (sender.path or row.endpoint or "", self.model, sender.body)
+        self._unlogged.append(
+            (
+                arguments,
+                {
+                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
+                    "text": row.text,
+                    "usage": usage,
+                    "latency": row.latency,
+                    "status": sender.status,
+                    "error": row.error,
+                    "request_id": row.request_id,
+                    "gateway": self.gateway,
+                    "cached": row.cached,
+                    "cache_key": sender.key,
+                    "secrets": (self.programs.api_key,),
+                },
+            )
+        )
+        if len(self._unlogged) >= FLUSH_ROWS:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the finished rows to the store's writer, all at once: it commits what it finds
+        waiting in one transaction."""
+        unlogged, self._unlogged = self._unlogged, []
+        for arguments, fields in unlogged:
+            self.store.log(*arguments, **fields)
+        self._logged += len(unlogged)
+
+    async def _watch(self) -> None:
+        """Cut the requests past the request timeout. One timer for the batch rather than one
+        per request (a timer each is several microseconds of a row's few tens): a request gets
+        its whole answer within the timeout, give or take the watch's half second."""
+        while True:
+            await asyncio.sleep(0.5)
+            now = time.monotonic()
+            for task, deadline in list(self._deadlines.items()):
+                if deadline < now and task not in self._expired:
+                    self._expired.add(task)
+                    task.cancel()
+
+    async def _hand_over_often(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            self._hand_over()
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(self) -> Batch:
+        """Run every row; the `Batch` (partial if `stop` came first)."""
+        self.started = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        rows = self._pull()
+        self._tasks = [asyncio.ensure_future(self._worker(rows)) for _ in range(self.concurrency)]
+        if self._stopping:  # stopped before it began
+            self.stop()
+        handing = asyncio.ensure_future(self._hand_over_often())
+        watching = asyncio.ensure_future(self._watch())
+        interrupted = False
+        try:
+            await asyncio.gather(*self._tasks)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            interrupted = self._failure is None or self.on_error != "raise"
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            handing.cancel()
+            watching.cancel()
+            if self.store is not None:
+                self._hand_over()
+            for pool in self._pools.values():
+                await pool.aclose()
+        batch = self._batch(interrupted)
+        if self.store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.flush, 10.0)
+        if self._failure is not None and self.on_error == "raise":
+            raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
+        return batch
+
+    def stop(self) -> None:
+        """Stop at once: rows in flight are dropped (not logged), the rest never start."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+
+    def stop_threadsafe(self) -> None:
+        """`stop`, from another thread (the one that took the Ctrl-C)."""
+        self._stopping = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.stop)
+
+    def _batch(self, interrupted: bool) -> Batch:
+        labels, results = self._labels, self._results
+        total = self.rows.total
+        if total is not None and len(results) < total:  # interrupted before the last rows were pulled
+            results = results + [None] * (total - len(results))
+            labels = list(self.rows.index) if self.rows.index is not None else list(range(total))
+        return Batch(
+            labels,
+            results,
+            index=self.rows.index,
+            pandas=self.rows.pandas,
+            interrupted=interrupted,
+            seconds=time.perf_counter() - self.started,
+            requests=self.requests,
+            rate_limited=self.pacing.rate_limited,
+        )
+
+    # -- the wire ---------------------------------------------------------------------
+
+    def head(self, pool: Pool, request: httpx.Request) -> bytes:
+        """The request's line and headers on the wire; kept for the engine's own requests, whose
+        headers are shared by kind (a redirected one is made anew)."""
+        kind = (request.method, request.url.raw_path, id(request.headers))
+        head = self._heads.get(kind) if type(request) is _Request else None
+        if head is None:
+            headers = [(n, v) for n, v in request.headers.raw if n.lower() not in _DROPPED_HEADERS]
+            head = pool.request_head(request.method, request.url.raw_path, headers)
+            if type(request) is _Request:
+                self._heads[kind] = head
+        return head
+
+    def pool(self, url: httpx.URL) -> Pool:
+        origin = (url.scheme, url.host, url.port)
+        pool = self._pools.get(origin)
+        if pool is None:
+            pool = self._pools[origin] = Pool(
+                str(url.copy_with(path="/", query=None, fragment=None)),
+                connect_timeout=self._connect_timeout,
+                answer_timeout=None,
+                idle=self.concurrency,
+            )
+        return pool
+
+
+class _RowSender:
+    """Sends the requests of one row's program (see `drivers.AsyncSender`)."""
+
+    __slots__ = ("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited")
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.key: str | None = None
+        self.body: bytes | None = None  # of the last request
+        self.path: str | None = None
+        self.raw: bytes | None = None  # the last answer's body
+        self.status: int | None = None
+        self.sent = 0
+        self.booked = 0.0  # tokens booked on the tpm schedule
+        self.rate_limited = 0
+
+    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        engine = self.engine
+        body = request.content
+        self.body, self.path = body, request.url.path
+        known = engine._answerable
+        if engine.cache and engine.store is not None and known != set():  # an empty log answers nothing
+            from gatecell.store import cache_key
+
+            key = cache_key(self.path, engine.model, body, engine.gateway)  # else the writer makes it
+            if key != self.key:
+                self.key = key
+                answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
+                if answer is not None:
+                    raise _Cached(answer)
+        if request.url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"cannot send to {request.url.scheme!r} URLs", request=request)
+        pool = engine.pool(request.url)
+        raw = with_body(request.method, engine.head(pool, request), body)
+        pacing = engine.pacing
+        tokens = 0.0
+        if pacing.tokens is not None:
+            tokens = len(body) / 4 + (engine._max_tokens or engine._completion_guess)
+        while True:
+            sent_at = await pacing.acquire(tokens)
+            self.booked += tokens
+            self.sent += 1
+            engine.requests += 1
+            try:
+                status, head, content = await self._exchange(pool, request, raw)
+            finally:
+                pacing.release()
+            fields = {n.decode("latin-1"): v.decode("latin-1") for n, v in head}
+            if status == 429 and self.rate_limited < RATE_LIMIT_RETRIES:
+                self.rate_limited += 1
+                wait = retry_after(fields)
+                pacing.rate_limited_for(
+                    wait if wait is not None else min(2.0**self.rate_limited, 30.0), sent_at
+                )
+                continue
+            if status < 300:
+                pacing.succeeded()
+            self.status, self.raw = status, content
+            return _Response(status, fields, content, request)
+
+    async def _exchange(
+        self, pool: Pool, request: httpx.Request, raw: bytes
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One request over the pool, its whole answer read within the request timeout and
+        the size cap; failures as the httpx errors the programs know."""
+        engine = self.engine
+        answer = None
+        task = asyncio.current_task()
+        assert task is not None
+        engine._deadlines[task] = time.monotonic() + engine._timeout  # see `_watch`
+        try:
+            answer = await pool.send(request.method, raw)
+            if answer.coding not in (b"", b"identity") and not answer.empty:
+                raise compressed(answer.coding.decode("latin-1"), answer.status, request)
+            content = await answer.body(engine._json_cap)
+        except asyncio.CancelledError:
+            if task not in engine._expired:
+                raise
+            engine._expired.discard(task)
+            if hasattr(task, "uncancel"):  # 3.11+: the cancel was ours, and is over
+                task.uncancel()
+            raise httpx.ReadTimeout(
+                f"no whole answer within {engine._timeout:g} s", request=request
+            ) from None
+        except asyncio.TimeoutError:  # opening the connection took too long
+            raise httpx.ConnectTimeout(
+                f"no connection within {engine._connect_timeout:g} s", request=request
+            ) from None
+        except OverflowError:
+            raise too_large_error(request, engine._json_cap) from None
+        except ConnectionRefusedError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from None
+        except BROKEN as exc:
+            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from None
+        finally:
+            del engine._deadlines[task]
+            if answer is not None:
+                answer.release()
+        return answer.status, answer.headers, content

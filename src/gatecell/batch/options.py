@@ -1,0 +1,110 @@
+"""The options of a map, written once for ``Gateway.map``, ``AsyncGateway.map`` and
+``gatecell.dask.map``: `MapOptions` types their keyword arguments, `resolve` fills the
+defaults (some from the environment) and refuses a bad value in one line before any request."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from gatecell.wire.conversation import TEXT_APIS
+from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.settings import env_number
+
+__all__ = ["MapOptions", "Options", "resolve", "from_flags"]
+
+_DEFAULT_MODEL = "local-chat"
+
+
+class MapOptions(TypedDict, total=False):
+    """Keyword arguments of a map; all optional."""
+
+    model: str | None  # default: GATECELL_MODEL, else local-chat
+    api: str  # chat (default), messages, generate-content or responses
+    system: str | None  # a system prompt for every row
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int | None
+    concurrency: int | None  # requests in flight: GATECELL_MAP_CONCURRENCY, else 8
+    rpm: float | None  # requests per minute at most: GATECELL_RPM, else no limit
+    tpm: float | None  # tokens per minute at most: GATECELL_TPM, else no limit
+    max_retries: int | None  # retries of a row's 5xx and connection errors: the client's
+    cache: bool  # answer rows from the log (default True)
+    on_error: str  # "record" (default): failed rows keep their error; "raise": BatchError
+
+
+@dataclass(frozen=True)
+class Options:
+    """`MapOptions` with their defaults, checked."""
+
+    model: str
+    api: str = "chat"
+    system: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    max_retries: int | None = None
+    cache: bool = True
+    on_error: str = "record"
+
+
+def _positive(name: str, value: Any, whole: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if not ok or (whole and int(value) != value):
+        kind = "whole number" if whole else "number"
+        raise InvalidRequest(name, f"must be a positive {kind}; got {value!r}")
+
+
+def resolve(options: MapOptions | dict[str, Any]) -> Options:
+    """The options with their defaults; an unknown name or a value out of range is an
+    `InvalidRequest` (before any request)."""
+    known = Options.__dataclass_fields__
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, 1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise InvalidRequest(name, f"is not an option of map{hint}")
+    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    given["model"] = options.get("model") or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
+    given["concurrency"] = env_number(options.get("concurrency"), "GATECELL_MAP_CONCURRENCY", 8)
+    for name in ("rpm", "tpm"):  # unset: the environment's, where 0 means no limit
+        if options.get(name) is None:
+            given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
+    resolved = Options(**given)
+    if resolved.api not in TEXT_APIS:
+        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {resolved.api!r}")
+    if resolved.on_error not in ("record", "raise"):
+        raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {resolved.on_error!r}")
+    _positive("concurrency", resolved.concurrency, whole=True)
+    for name in ("rpm", "tpm"):
+        if getattr(resolved, name) is not None:
+            _positive(name, getattr(resolved, name))
+    retries = resolved.max_retries
+    if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
+        raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {retries!r}")
+    return resolved
+
+
+def from_flags(ns: Any) -> MapOptions:
+    """The map options of a parsed ``%%chat --over`` or ``gatecell map`` line (``-m``,
+    ``--api``, ``-s``, ``-t``, ``--top-p``, ``--max-tokens``, ``-j``, ``--rpm``, ``--tpm``); a
+    `ValueError` naming the flag for a limit that is not positive, before any request."""
+    for flag, value in (("-j/--jobs", ns.jobs), ("--rpm", ns.rpm), ("--tpm", ns.tpm)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{flag} must be a positive number, got {value:g}")
+    return MapOptions(
+        model=ns.model,
+        api=ns.api,
+        system=ns.system,
+        temperature=ns.temperature,
+        top_p=ns.top_p,
+        max_tokens=ns.max_tokens,
+        concurrency=ns.jobs,
+        rpm=ns.rpm,
+        tpm=ns.tpm,
+    )

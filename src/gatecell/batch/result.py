@@ -1,0 +1,213 @@
+"""`Batch`: what a map over rows gives back, row by row, aligned to the input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gatecell.wire.errors import GatecellError
+
+if TYPE_CHECKING:
+    from gatecell.wire.schemas import Usage
+
+__all__ = ["Batch", "Row", "Tokens", "BatchError"]
+
+
+class Tokens(NamedTuple):
+    """A row's token usage, in chat terms whatever the API (a tuple: the garbage collector
+    skips it, which matters when a batch keeps 100,000 of them)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    @classmethod
+    def of(cls, usage: Usage | None) -> Tokens | None:
+        if usage is None:
+            return None
+        return cls(usage.prompt_tokens or 0, usage.completion_tokens or 0, usage.total_tokens or 0)
+
+
+@dataclass(slots=True)
+class Row:
+    """One row's outcome: the reply text, or the one-line error, and where the answer came from.
+
+    ``latency`` is the seconds the row took, retries and waits included; ``cached`` says it
+    was answered from the log. ``reply`` is the reply body as the gateway sent it (JSON; for
+    a row from the log, the body logged then, None if that reply was streamed). Rows keep the
+    body as bytes and parse it when asked: a batch of many rows stays small and cheap to keep.
+    """
+
+    label: Any
+    text: str | None = None
+    error: str | None = None
+    usage: Tokens | None = None
+    latency: float | None = None
+    cached: bool = False
+    request_id: str | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    attempts: int = 0
+    body: Any = None
+
+    @property
+    def reply(self) -> Any:
+        body = self.body
+        return json.loads(body) if isinstance(body, bytes) else body
+
+
+class BatchError(GatecellError):
+    """A row failed with ``on_error="raise"``; ``batch`` holds the rows done until then."""
+
+    def __init__(self, message: str, batch: Batch) -> None:
+        self.batch = batch
+        super().__init__(message)
+
+
+_USAGE = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+class Batch:
+    """The outcome of ``gw.map``: one `Row` per input row, in input order.
+
+    ``text`` and ``errors`` follow the input: pandas Series on its index for a DataFrame or
+    Series, a list (``text``) and a dict by position (``errors``) otherwise. A row that never
+    ran (the batch was interrupted first) has neither text nor error.
+    """
+
+    def __init__(
+        self,
+        labels: list[Any],
+        rows: list[Row | None],
+        *,
+        index: Any = None,
+        pandas: bool = False,
+        interrupted: bool = False,
+        seconds: float = 0.0,
+        requests: int = 0,
+        rate_limited: int = 0,
+    ) -> None:
+        self.labels = labels
+        self.rows = rows
+        self.index = index
+        self.pandas = pandas
+        self.interrupted = interrupted
+        self.seconds = seconds
+        self.requests = requests  # HTTP requests sent, retries included
+        self.rate_limited = rate_limited  # 429s among them
+
+    # -- counts -----------------------------------------------------------------------
+
+    @property
+    def done(self) -> int:
+        """Rows answered (from the gateway or from the log)."""
+        return sum(1 for r in self.rows if r is not None and r.error is None)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.rows if r is not None and r.error is not None)
+
+    @property
+    def not_run(self) -> int:
+        return sum(1 for r in self.rows if r is None)
+
+    @property
+    def cached(self) -> int:
+        return sum(1 for r in self.rows if r is not None and r.cached)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Row | None]:
+        return iter(self.rows)
+
+    # -- views ------------------------------------------------------------------------
+
+    @property
+    def results(self) -> list[Row | None]:
+        """Per input row: its `Row` (reply, usage, provenance, error), or None if it never ran."""
+        return self.rows
+
+    @property
+    def text(self) -> Any:
+        """The reply texts, None where a row failed or never ran."""
+        texts = [None if r is None else r.text for r in self.rows]
+        if self.pandas:
+            import pandas as pd
+
+            return pd.Series(texts, index=self._index(), dtype=object, name="text")
+        return texts
+
+    @property
+    def errors(self) -> Any:
+        """The failed rows' one-line errors, by label (a Series for pandas input)."""
+        failed = [i for i, r in enumerate(self.rows) if r is not None and r.error is not None]
+        errors = [self.rows[i].error for i in failed]  # type: ignore[union-attr]
+        if self.pandas:
+            import pandas as pd
+
+            return pd.Series(errors, index=self._index(failed), dtype=object, name="error")
+        return {self.labels[i]: e for i, e in zip(failed, errors, strict=True)}
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Tokens of the rows answered, and how many were sent or came from the log."""
+        totals = dict.fromkeys(_USAGE, 0)
+        for r in self.rows:
+            if r is not None and r.usage is not None:
+                for name in _USAGE:
+                    totals[name] += getattr(r.usage, name)
+        totals["requests"] = self.requests
+        totals["cached_rows"] = self.cached
+        return totals
+
+    def to_pandas(self) -> Any:
+        """One row per input row: text, error, tokens, latency, cached, request id."""
+        import pandas as pd
+
+        records = []
+        for r in self.rows:
+            usage = r.usage if r is not None else None
+            records.append(
+                {
+                    "text": r.text if r else None,
+                    "error": r.error if r else None,
+                    "prompt_tokens": usage.prompt_tokens if usage else None,
+                    "completion_tokens": usage.completion_tokens if usage else None,
+                    "total_tokens": usage.total_tokens if usage else None,
+                    "latency": r.latency if r else None,
+                    "cached": r.cached if r else None,
+                    "request_id": r.request_id if r else None,
+                }
+            )
+        frame = pd.DataFrame.from_records(records, columns=list(records[0]) if records else None)
+        frame.index = self._index() if self.pandas else pd.RangeIndex(len(records))
+        return frame
+
+    def _index(self, positions: list[int] | None = None) -> Any:
+        import pandas as pd
+
+        if self.index is not None and len(self.index) == len(self.rows):
+            return self.index if positions is None else self.index[positions]
+        labels = self.labels if positions is None else [self.labels[i] for i in positions]
+        return pd.Index(labels)
+
+    def __repr__(self) -> str:
+        total = len(self.rows)
+        parts = [f"{self.done}/{total} done"]
+        if self.cached:
+            parts.append(f"{self.cached} from the log")
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.not_run:
+            parts.append(f"{self.not_run} not run")
+        tokens = self.usage["total_tokens"]
+        parts.append(f"{tokens:,} tokens")
+        parts.append(f"{self.seconds:.1f} s")
+        head = "Batch(" + ", ".join(parts) + (", interrupted" if self.interrupted else "") + ")"
+        if self.failed:
+            first = next(r for r in self.rows if r is not None and r.error)
+            head += f"\n  first error (row {first.label!r}): {first.error}"
+        return head

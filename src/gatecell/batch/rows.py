@@ -1,0 +1,160 @@
+"""What a batch runs over: rows of fields, pulled lazily, and the template filled from each.
+
+`Rows` turns any input into (label, fields) pairs without copying it: a DataFrame's rows
+(its columns are the fields, its index the labels), a Series (``{item}``, or its name), a
+list of dicts, a list of plain values (``{item}``), or any iterable, consumed as the engine
+asks for rows. `Template` fills ``{field}`` with the grammar of the magics' interpolation
+(`gatecell.notebook.template`): the same fields, conversions, format specs and ``{{``
+escapes, with the row's fields where the magics use the notebook's variables.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from gatecell.notebook.template import FIELD, FORMATTER
+from gatecell.wire.errors import InvalidRequest
+
+__all__ = ["Template", "Rows", "RowError"]
+
+
+class RowError(ValueError):
+    """This row cannot fill the template (a field it lacks): the row fails, the batch goes on."""
+
+
+_Part = tuple[str, str, str | None, str]  # (literal before, field, conversion, spec)
+
+
+class Template:
+    """A prompt with ``{field}`` placeholders, parsed once and filled per row."""
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidRequest("template", "must be a non-empty prompt with {field} placeholders")
+        self.text = text
+        parts: list[_Part] = []
+        pos = 0
+        literal: list[str] = []
+        for match in FIELD.finditer(text):
+            literal.append(text[pos : match.start()])
+            pos = match.end()
+            token = match.group(0)
+            if token in ("{{", "}}"):
+                literal.append(token[0])
+                continue
+            parts.append(
+                ("".join(literal), match.group("field"), match.group("conv"), match.group("spec") or "")
+            )
+            literal = []
+        literal.append(text[pos:])
+        self._parts = parts
+        self._tail = "".join(literal)
+        # The names each field starts with: what a row must have.
+        self.names = tuple(dict.fromkeys(re.match(r"\w+", p[1]).group(0) for p in parts))  # type: ignore[union-attr]
+        if not parts:
+            raise InvalidRequest(
+                "template",
+                "has no {field}: every row would send the same prompt (see the help for the fields)",
+            )
+
+    def fill(self, fields: Mapping[str, Any]) -> str:
+        out = []
+        for literal, field, conv, spec in self._parts:
+            try:
+                value, _ = FORMATTER.get_field(field, (), fields)
+            except KeyError:
+                name = re.match(r"\w+", field).group(0)  # type: ignore[union-attr]
+                raise RowError(f"{{{field}}}: this row has no field {name!r}") from None
+            except (AttributeError, IndexError, TypeError) as exc:
+                raise RowError(f"{{{field}}}: {exc}") from None
+            try:
+                text = FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec)
+            except (ValueError, TypeError) as exc:
+                raise RowError(f"{{{field}}}: {exc}") from None
+            out.append(literal)
+            out.append(text)
+        out.append(self._tail)
+        return "".join(out)
+
+    def __repr__(self) -> str:
+        return f"Template({self.text!r})"
+
+
+def _is_pandas(data: Any, kind: str) -> bool:
+    cls = type(data)
+    return cls.__module__.startswith("pandas") and any(c.__name__ == kind for c in cls.__mro__)
+
+
+class Rows:
+    """The rows of ``data`` as ``(label, fields)`` pairs, pulled one at a time.
+
+    ``total`` is the number of rows when the input knows it (None for a generator);
+    ``index`` the pandas index to align results to (None for other inputs); ``names`` the
+    fields every row has, when the input says so up front (columns, ``item``).
+    """
+
+    def __init__(self, data: Any) -> None:
+        self.index: Any = None
+        self.names: frozenset[str] | None = None
+        self.total: int | None = None
+        self.pandas = False
+        if _is_pandas(data, "DataFrame"):
+            self.pandas = True
+            self.index = data.index
+            columns = [str(c) for c in data.columns]
+            self.names = frozenset(columns)
+            self.total = len(data)
+            self._pairs: Iterator[tuple[Any, Mapping[str, Any]]] = (
+                (label, dict(zip(columns, values, strict=True)))
+                for label, values in zip(data.index, data.itertuples(index=False, name=None), strict=True)
+            )
+        elif _is_pandas(data, "Series"):
+            self.pandas = True
+            self.index = data.index
+            name = data.name if isinstance(data.name, str) and data.name.isidentifier() else None
+            self.names = frozenset(("item", name) if name else ("item",))
+            self.total = len(data)
+            self._pairs = (
+                (label, {"item": v, name: v} if name else {"item": v})
+                for label, v in zip(data.index, data.to_numpy(), strict=True)
+            )
+        elif isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Iterable):
+            what = "a dict" if isinstance(data, Mapping) else type(data).__name__
+            raise InvalidRequest(
+                "data",
+                "must be a DataFrame, a Series, a list of dicts or values, or an iterable of them; "
+                f"got {what}",
+            )
+        else:
+            try:
+                self.total = len(data)  # type: ignore[arg-type]
+            except TypeError:
+                self.total = None
+            self._pairs = (
+                (i, item if isinstance(item, Mapping) else {"item": item}) for i, item in enumerate(data)
+            )
+
+    def check(self, template: Template) -> None:
+        """Refuse, before any request, a template naming a field the rows do not have: the
+        declared ones (columns, ``item``), else the first row's."""
+        names = self.names
+        if names is None:
+            first = next(self._pairs, None)
+            if first is None:
+                return
+            self._pairs = itertools.chain((first,), self._pairs)
+            names = frozenset(first[1])
+        missing = [n for n in template.names if n not in names]
+        if missing:
+            have = ", ".join(sorted(names)[:12]) or "none"
+            raise InvalidRequest(
+                "template",
+                f"{{{missing[0]}}} is not a field of the rows (they have: {have}); "
+                "write {{ and }} for literal braces",
+            )
+
+    def __iter__(self) -> Iterator[tuple[Any, Mapping[str, Any]]]:
+        return self._pairs

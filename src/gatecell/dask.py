@@ -1,0 +1,137 @@
+"""Prompts over data past one machine: ``gatecell.dask.map(ddf, template, ...)``.
+
+Each partition runs the same engine as ``Gateway.map`` (see `gatecell.batch`), on the worker
+that holds it, through ``map_partitions``; the result is a dask Series of the reply texts
+(None where a row failed) on the partitions' index. Every worker logs to its own
+``GATECELL_HOME`` and answers from it, so a re-run after a failure sends only the rows that
+had not finished on the worker that runs them (shared folders on one machine share the log).
+
+**Settings.** Workers build their own client from picklable settings: the gateway's address
+(``base_url``, else ``GATECELL_BASE_URL`` as the caller sees it) and the options of the map.
+The key comes from the worker's own environment (``GATECELL_API_KEY`` / ``OPENAI_API_KEY``),
+or is shipped explicitly: ``api_key=gatecell.dask.ship(key)``. A shipped key travels inside
+the pickled tasks to the workers (ship it only to a cluster you trust); it shows masked in
+every repr, so Dask's dashboard, task and graph reprs and logs never print it. A plain `Secret`
+is refused here: it cannot be pickled, on purpose, so that no key reaches a disk by accident.
+
+**Rate limits.** ``rpm`` and ``tpm`` are for the whole computation: each partition gets an
+equal share, the limit divided by the number of partitions that run at once (the smaller of
+the number of partitions and the cluster's worker threads, read from the current
+``distributed`` client; pass ``parallel=N`` to say it). ``concurrency`` is per partition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gatecell.wire.errors import ConfigError, InvalidRequest
+from gatecell.wire.secret import Secret
+from gatecell.wire.settings import ENV_BASE_URL, root_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from gatecell.batch import MapOptions
+
+__all__ = ["map", "ship", "ShippedKey"]
+
+
+class ShippedKey:
+    """An API key on its way to Dask workers: pickled on purpose, shown masked everywhere."""
+
+    __slots__ = ("_secret",)
+
+    def __init__(self, key: str | Secret) -> None:
+        self._secret = Secret(key)
+
+    def reveal(self) -> str:
+        return self._secret.reveal()
+
+    def __repr__(self) -> str:
+        return f"ShippedKey({self._secret.masked!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (ShippedKey, (self._secret.reveal(),))
+
+    def __dask_tokenize__(self) -> str:  # task names are made from tokens: a hash, never the key
+        return hashlib.sha256(b"gatecell.ShippedKey:" + self.reveal().encode()).hexdigest()
+
+
+def ship(key: str | Secret) -> ShippedKey:
+    """Mark ``key`` for shipping to Dask workers with their tasks (see the module's docs)."""
+    return ShippedKey(key)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What a worker needs to build its client: picklable, and with the key masked in its repr."""
+
+    base_url: str
+    api_key: ShippedKey | None
+    options: tuple[tuple[str, Any], ...]
+
+
+def _partition(part: Any, template: str, settings: _Settings) -> Any:
+    """One partition, on its worker: the engine over its rows; the texts on its index."""
+    from gatecell.wire.client import Gateway
+
+    key = settings.api_key.reveal() if settings.api_key is not None else None
+    with Gateway(base_url=settings.base_url, api_key=key) as gw:
+        batch = gw.map(template, part, progress=False, **dict(settings.options))
+    return batch.text
+
+
+def _parallel(npartitions: int) -> int:
+    """How many partitions run at once: the cluster's threads (1 without a client), at most
+    the number of partitions."""
+    try:
+        from distributed import get_client
+
+        threads = sum(get_client().nthreads().values())
+    except (ImportError, ValueError):
+        threads = 1
+    return max(1, min(npartitions, threads))
+
+
+def map(
+    ddf: Any,
+    template: str,
+    *,
+    base_url: str | None = None,
+    api_key: ShippedKey | None = None,
+    parallel: int | None = None,
+    **options: Unpack[MapOptions],
+) -> Any:
+    """``template`` over every row of a dask DataFrame or Series: a lazy dask Series of the
+    reply texts, named ``text``, on ``ddf``'s index. Options as `Gateway.map`
+    (`gatecell.batch.MapOptions`); see the module's docs for ``base_url``, ``api_key`` and how
+    ``rpm``/``tpm`` are shared."""
+    import pandas as pd
+
+    from gatecell.batch.options import resolve
+    from gatecell.batch.rows import Rows, Template
+
+    resolved = resolve(options)  # the caller's environment decides the unset limits
+    Rows(ddf._meta).check(Template(template))  # a field the columns lack: refused now
+    if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):
+        raise InvalidRequest(
+            "api_key",
+            "a key goes to Dask workers only when shipped on purpose: api_key=gatecell.dask.ship(key) "
+            "(or set GATECELL_API_KEY in the workers' environment)",
+        )
+    url = base_url or next((os.environ[n] for n in ENV_BASE_URL if os.environ.get(n)), None)
+    if not url:
+        raise ConfigError("gatecell.dask.map needs the gateway's address: base_url=... or GATECELL_BASE_URL")
+    share = parallel or _parallel(ddf.npartitions)
+    rpm, tpm = resolved.rpm, resolved.tpm
+    shared = dataclasses.replace(resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None)
+    options_for_workers = tuple(dataclasses.asdict(shared).items())
+    settings = _Settings(root_url(url), api_key, options_for_workers)
+    meta = pd.Series([], dtype=object, name="text", index=ddf._meta.index)
+    return ddf.map_partitions(_partition, template, settings, meta=meta)
