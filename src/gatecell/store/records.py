@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+from pydantic_core import to_json
 
 from gatecell.wire.apis import api_of
 from gatecell.wire.secret import Secret, redact
@@ -30,6 +33,8 @@ __all__ = [
     "usage_counts",
     "text_of",
 ]
+
+_MAPS = (dict, Mapping)  # dict first: an exact type is checked before the slower ABC
 
 Secrets = Sequence[Secret | str | None]
 
@@ -78,9 +83,18 @@ class JobEntry:
     secrets: Secrets
 
 
+_SECOND: tuple[int, str] = (0, "1970-01-01T00:00:00")  # the last second formatted: rows come in runs
+
+
 def iso(at: float) -> str:
     """Unix seconds → ``2026-01-02T03:04:05.123456Z`` (UTC; sorts as text)."""
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    global _SECOND
+    whole = math.floor(at)
+    second, text = _SECOND
+    if whole != second:
+        text = datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        _SECOND = (whole, text)
+    return f"{text}.{min(round((at - whole) * 1e6), 999_999):06d}Z"
 
 
 def _plain(value: Any) -> Any:
@@ -92,10 +106,20 @@ def _plain(value: Any) -> Any:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode  # made once
 
 
+to_json(None)  # its first call imports modules (uuid, pathlib): here, with gatecell's imports, not
+# later in the writer thread of a process that may no longer read them (it dropped privileges)
+
+
 def _json(value: Any) -> str | None:
+    """Compact JSON text. pydantic-core's encoder takes models as they are and is several
+    times faster than `json`; what it refuses (lone surrogates, bytes that are not UTF-8)
+    the standard encoder writes."""
     if value is None:
         return None
-    return _ENCODE(_plain(value))
+    try:
+        return to_json(value, fallback=str).decode()
+    except ValueError:
+        return _ENCODE(_plain(value))
 
 
 def _parsed(request: Any) -> Any:
@@ -115,7 +139,7 @@ def text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        texts = [p["text"] for p in content if isinstance(p, _MAPS) and isinstance(p.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 
@@ -125,7 +149,7 @@ _CONTENT_KEYS = ("messages", "contents", "input", "prompt")
 
 def _prompt_of(body: Any) -> str | None:
     """The last user turn of messages / contents / input, or the ``prompt`` or ``input`` text."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, _MAPS):
         return None
     for key in _CONTENT_KEYS:
         items = body.get(key)
@@ -133,7 +157,7 @@ def _prompt_of(body: Any) -> str | None:
             return items
         if isinstance(items, list):
             for item in reversed(items):
-                if isinstance(item, Mapping) and item.get("role", "user") == "user":
+                if isinstance(item, _MAPS) and item.get("role", "user") == "user":
                     text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
@@ -154,7 +178,7 @@ def _first(usage: Mapping[str, Any], *names: str) -> int | None:
 
 def _detail(usage: Mapping[str, Any], outer: str, inner: str) -> int | None:
     details = usage.get(outer)
-    return _int(details.get(inner)) if isinstance(details, Mapping) else None
+    return _int(details.get(inner)) if isinstance(details, _MAPS) else None
 
 
 def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | None]:
@@ -162,7 +186,7 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
     chat, messages, responses and generate-content. Completion tokens include the reasoning
     tokens, as chat and responses count them (Gemini's ``thoughtsTokenCount`` is added)."""
     usage = _plain(usage)
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, _MAPS):
         return None, None, None, None
     prompt = _first(usage, "prompt_tokens", "input_tokens", "promptTokenCount")
     completion = _first(usage, "completion_tokens", "output_tokens", "candidatesTokenCount")
@@ -221,11 +245,10 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     if key is None and body is not None:
         key = cache_key(e.endpoint, e.model, body, e.gateway)
     messages = params = None
-    if isinstance(body, Mapping):
+    if isinstance(body, _MAPS):
         messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
         params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
-    usage = _plain(e.usage)
     error = e.error
     if error is None and e.status is not None and e.status >= 400:
         error = f"HTTP {e.status}"
@@ -248,8 +271,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         _json(messages),
         e.text,
         e.reasoning,
-        *usage_counts(usage),
-        _json(usage),
+        *usage_counts(e.usage),
+        _json(e.usage),
         e.latency,
         e.status,
         error,
