@@ -193,6 +193,7 @@ class Engine:
         self._stopping = False
         self._failure: Row | None = None
         self._tasks: list[asyncio.Future[None]] = []
+        self._catching_up: asyncio.Future[None] | None = None  # see `_committed`
         self._loop: asyncio.AbstractEventLoop | None = None
         self._logged = 0  # rows handed to the writer
         self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
@@ -224,8 +225,19 @@ class Engine:
             if self._failure is not None and self.on_error == "raise":
                 self.stop()
                 return
-            while self._uncommitted() > UNCOMMITTED:
-                await asyncio.sleep(0.002)
+            if self._uncommitted() > UNCOMMITTED:
+                await self._committed()
+
+    async def _committed(self) -> None:
+        """Wait until the writer has caught up. The workers held back share one poll: 64
+        workers polling each would cost the event loop more than the rows they wait for."""
+        if self._catching_up is None or self._catching_up.done():
+            self._catching_up = asyncio.ensure_future(self._catch_up())
+        await asyncio.shield(self._catching_up)
+
+    async def _catch_up(self) -> None:
+        while self._uncommitted() > UNCOMMITTED:
+            await asyncio.sleep(0.002)
 
     def _uncommitted(self) -> int:
         store = self.store
@@ -357,6 +369,8 @@ class Engine:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             handing.cancel()
             watching.cancel()
+            if self._catching_up is not None:
+                self._catching_up.cancel()
             if self.store is not None:
                 self._hand_over()
             for pool in self._pools.values():
