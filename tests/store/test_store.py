@@ -72,6 +72,15 @@ def test_an_entry_that_cannot_be_logged_costs_only_itself(store: Store, capsys: 
     assert store.flush(30) and len(store.logs()) == 3
 
 
+def test_values_the_fast_json_encoder_refuses_are_still_logged(store: Store):
+    store.log(
+        CHAT, "m", {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tag": b"\xff"}, text="ok"
+    )
+    assert store.flush(30) and store.off is None
+    [row] = store.logs()
+    assert row["prompt"] == "hi" and row["params"] == {"tag": "b'\\xff'"}
+
+
 def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, monkeypatch: pytest.MonkeyPatch):
     threads: list[str] = []
     real = gatecell.store.records.redact

@@ -25,8 +25,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["cache_key", "normalised_body", "gateway_address"]
 
-_MAPS = (dict, Mapping)  # dict first: an exact type is checked before the slower ABC
-
 _DROPPED = frozenset(("stream", "stream_options"))
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
 
@@ -37,7 +35,7 @@ def normalised_body(body: Mapping[str, Any] | bytes | str | None) -> Any:
         body = bytes(body).decode()
     if isinstance(body, str):
         body = json.loads(body) if body.strip() else None
-    if isinstance(body, _MAPS):
+    if isinstance(body, Mapping):
         return {k: v for k, v in body.items() if k not in _DROPPED}
     return body
 

@@ -34,8 +34,6 @@ __all__ = [
     "text_of",
 ]
 
-_MAPS = (dict, Mapping)  # dict first: an exact type is checked before the slower ABC
-
 Secrets = Sequence[Secret | str | None]
 
 
@@ -112,8 +110,8 @@ to_json(None)  # its first call imports modules (uuid, pathlib): here, with gate
 
 def _json(value: Any) -> str | None:
     """Compact JSON text. pydantic-core's encoder takes models as they are and is several
-    times faster than `json`; what it refuses (lone surrogates, bytes that are not UTF-8)
-    the standard encoder writes."""
+    times faster than `json`; what it refuses (bytes that are not UTF-8, lone surrogates)
+    goes through the standard encoder, as before."""
     if value is None:
         return None
     try:
@@ -139,7 +137,7 @@ def text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, _MAPS) and isinstance(p.get("text"), str)]
+        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 
@@ -149,7 +147,7 @@ _CONTENT_KEYS = ("messages", "contents", "input", "prompt")
 
 def _prompt_of(body: Any) -> str | None:
     """The last user turn of messages / contents / input, or the ``prompt`` or ``input`` text."""
-    if not isinstance(body, _MAPS):
+    if not isinstance(body, Mapping):
         return None
     for key in _CONTENT_KEYS:
         items = body.get(key)
@@ -157,7 +155,7 @@ def _prompt_of(body: Any) -> str | None:
             return items
         if isinstance(items, list):
             for item in reversed(items):
-                if isinstance(item, _MAPS) and item.get("role", "user") == "user":
+                if isinstance(item, Mapping) and item.get("role", "user") == "user":
                     text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
@@ -178,7 +176,7 @@ def _first(usage: Mapping[str, Any], *names: str) -> int | None:
 
 def _detail(usage: Mapping[str, Any], outer: str, inner: str) -> int | None:
     details = usage.get(outer)
-    return _int(details.get(inner)) if isinstance(details, _MAPS) else None
+    return _int(details.get(inner)) if isinstance(details, Mapping) else None
 
 
 def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | None]:
@@ -186,7 +184,7 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
     chat, messages, responses and generate-content. Completion tokens include the reasoning
     tokens, as chat and responses count them (Gemini's ``thoughtsTokenCount`` is added)."""
     usage = _plain(usage)
-    if not isinstance(usage, _MAPS):
+    if not isinstance(usage, Mapping):
         return None, None, None, None
     prompt = _first(usage, "prompt_tokens", "input_tokens", "promptTokenCount")
     completion = _first(usage, "completion_tokens", "output_tokens", "candidatesTokenCount")
@@ -245,7 +243,7 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     if key is None and body is not None:
         key = cache_key(e.endpoint, e.model, body, e.gateway)
     messages = params = None
-    if isinstance(body, _MAPS):
+    if isinstance(body, Mapping):
         messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
         params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
