@@ -95,16 +95,25 @@ def test_an_evicted_job_stops_rendering_or_never_starts(make_gateway, gate):
         v1 = submit("v1")
         gate.wait_started()  # v1 renders
         submit("v2")
-        submit("v3")  # only two jobs are kept: v1 is evicted while it renders...
+        v3 = submit("v3")  # only two jobs are kept: v1 is evicted while it renders...
         _until(lambda: gate.stopped == ["v1"], "v1 to stop")  # ... and stops
         assert client.get(f"/v1/videos/{v1}").status_code == 404
         gate.wait_started()  # v2, in the slot v1 left
-        v4, v5 = submit("v4"), submit("v5")  # evicts v2 (rendering) and v3 (queued)
-        _until(lambda: gate.stopped == ["v1", "v2"], f"v2 to stop {gate.started} {gate.stopped}")
+        # v4 evicts v2 (rendering), v5 evicts v3. Between the two submits v3 is still listed and
+        # may take the slot v2 left; then it is an evicted render like v2 and must stop too.
+        v4, v5 = submit("v4"), submit("v5")
+        evicted = ("v1", "v2", "v3")
+
+        def every_evicted_render_stopped() -> bool:
+            return [v for v in gate.started if v in evicted] == gate.stopped
+
+        _until(every_evicted_render_stopped, f"v2 (and v3 if it began) to stop {gate.started} {gate.stopped}")
         gate.open.set()
         for v in (v4, v5):
             _until(lambda v=v: client.get(f"/v1/videos/{v}").json()["status"] == "completed", v)
-    assert gate.started == ["v1", "v2", "v4", "v5"]  # v3 never started
+        assert client.get(f"/v1/videos/{v3}").status_code == 404
+    assert [v for v in gate.started if v != "v3"] == ["v1", "v2", "v4", "v5"]
+    assert gate.stopped[:2] == ["v1", "v2"] and every_evicted_render_stopped()  # v4, v5 ran to the end
 
 
 def test_the_video_renderer_stops_between_frames(monkeypatch):
