@@ -520,7 +520,7 @@ def test_settings_switches(home: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GATECELL_LOG_MEDIA", "yes")
     assert (settings().cache, settings().log_media) == (True, True)
     monkeypatch.setenv("GATECELL_LOG", "maybe")
-    with pytest.raises(ConfigError, match="^GATECELL_LOG must be 1 or 0"):
+    with pytest.raises(ConfigError, match="^GATECELL_LOG must be one of 1, true, yes, on, 0, false, no, off"):
         settings()
     monkeypatch.setenv("GATECELL_LOG", "0")
     off = default_store()

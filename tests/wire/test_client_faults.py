@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fault_server import KEY, MP4, PNG
 
-from gatecell.wire.client import Gateway
+from gatecell.gateway import Gateway
 from gatecell.wire.errors import (
     APIConnectionError,
     APIError,
@@ -163,7 +163,7 @@ def test_jobs_imagine_music_video(make, fault):
     assert song.status == "succeeded" and song.media[0].url.endswith("/files/song.mp3")
     video = gw.video("vid", "waves")
     assert (video.id, video.status, video.progress) == ("video_1", "queued", 0.0)
-    polled = gw.job("video", "video_1")
+    polled = gw.job("video_1", kind="video")
     assert polled.status == "running" and polled.progress == 50.0
     done = gw.wait(polled, interval=0.01)
     assert done.media[0].data == MP4
@@ -185,7 +185,7 @@ def test_job_failures(make):
 
 def test_unknown_job_shape_is_kept_raw(make):
     gw = make("ok", job_paths=JobPaths(imagine_fetch="/odd/fetch/{id}"))
-    job = gw.job("imagine", "x1")
+    job = gw.job("x1", kind="imagine")
     assert job.status == "running" and job.raw == {"state": "weird-state", "percent": 3} and job.media == []
 
 
@@ -207,7 +207,8 @@ def test_unknown_job_shape_is_kept_raw(make):
         (lambda gw: gw.speech("t", "alloy", ""), r"input: must not be empty"),
         (lambda gw: gw.responses("r", ""), r"input: must not be empty"),
         (lambda gw: gw.generate_content("", "x"), r"model: must not be empty"),
-        (lambda gw: gw.job("painting", "1"), r"kind: must be one of imagine, music, video"),
+        (lambda gw: gw.job("1", kind="painting"), r"kind: must be one of imagine, music, video"),
+        (lambda gw: gw.job("..", kind="video"), r"id: not a job id"),
     ],
 )
 def test_bad_input_fails_before_any_request(make, fault, call, message):
@@ -237,9 +238,9 @@ def test_numbers_come_from_the_environment_when_not_given(make, fault, monkeypat
     with pytest.raises(ServerError):
         gw.chat("m", HI)
     assert len(fault.seen(gw.token)) == 1
-    assert gw.stream_idle_timeout == 5.0  # an explicit argument wins over the environment
+    assert gw.options.stream_idle_timeout == 5.0  # an explicit argument wins over the environment
     quiet = Gateway(f"{fault.url}/s/silent/x", KEY)
-    assert quiet.stream_idle_timeout == 0.3 and quiet.retry.max_retries == 0
+    assert quiet.options.stream_idle_timeout == 0.3 and quiet.options.retry.max_retries == 0
     quiet.close()
     monkeypatch.setenv("GATECELL_TIMEOUT", "soon")
     with pytest.raises(ConfigError, match="^GATECELL_TIMEOUT must be a non-negative number, got 'soon'$"):

@@ -12,10 +12,11 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from recording import recording
 from fault_server import KEY
 
 from gatecell.wire import secret
-from gatecell.wire.client import AsyncGateway, Gateway
+from gatecell.gateway import AsyncGateway, Gateway
 from gatecell.wire.errors import (
     APIError,
     AuthenticationError,
@@ -25,7 +26,7 @@ from gatecell.wire.errors import (
     StreamError,
     StreamTooLargeError,
 )
-from gatecell.wire.exchange import Outcome
+from gatecell.wire.calls import Outcome
 
 HI = [{"role": "user", "content": "hi"}]
 CAP = 2**20  # 1 MiB for these tests
@@ -45,7 +46,7 @@ def test_an_endless_json_body_stops_at_the_cap_while_it_streams(make, fault):
     try:
         with pytest.raises(
             ResponseTooLargeError,
-            match=r"^response too large from POST /s/huge-json/\w+/v1/"
+            match=r"^response too large from POST /v1/"
             r"images/generations: the body " + MESSAGE,
         ) as caught:
             gw.image("i", "a cat")
@@ -93,7 +94,7 @@ def test_the_async_client_reads_through_the_same_caps(make):
         async with make("huge-stream", asynchronous=True, max_response_bytes=CAP) as gw:
             stream = await gw.chat("m", HI, stream=True)
             with pytest.raises(StreamTooLargeError) as streamed:
-                await stream.read()
+                await stream.aread()
         return body.value, streamed.value
 
     body, streamed = _run(main())
@@ -111,7 +112,7 @@ def test_no_compression_is_asked_for_and_a_compressed_body_is_refused(make, faul
     gw = make("compressed", max_retries=0)
     with pytest.raises(
         APIError,
-        match=r"^200 from POST /s/compressed/\w+/v1/chat/completions: the body came "
+        match=r"^200 from POST /v1/chat/completions: the body came "
         r"compressed \(gzip\) though the client asked for none",
     ):
         gw.chat("m", HI)
@@ -216,19 +217,6 @@ def test_litellm_request_ids_and_fastapi_error_bodies(make):
 # -- one outcome per call, in both clients ---------------------------------------------------
 
 
-def recording(cls: type) -> type:
-    class Recording(cls):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.outcomes: list[Outcome] = []
-            super().__init__(*args, **kwargs)
-
-        def _record(self, outcome: Outcome) -> None:
-            self.outcomes.append(outcome)
-            super()._record(outcome)
-
-    return Recording
-
-
 def summary(outcomes: list[Outcome]) -> list[tuple[str, str, str | None, bool]]:
     return [
         (o.call.path, type(o.result).__name__, type(o.error).__name__ if o.error else None, o.partial)
@@ -251,7 +239,8 @@ EXPECTED = [
 
 def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
     caplog.set_level(logging.DEBUG, logger="gatecell")
-    with recording(Gateway)(f"{fault.url}/s/ok/outcomes-sync", KEY) as gw:
+    with Gateway(f"{fault.url}/s/ok/outcomes-sync", KEY) as gw:
+        recorder = recording(gw)
         gw.chat("m", HI)
         gw.chat("m", HI, stream=True).read()
         with gw.messages("m", HI, stream=True) as early:
@@ -262,7 +251,7 @@ def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
         gw.api_key = "sk-wrong-key-000000000"
         with pytest.raises(AuthenticationError):
             gw.chat("m", HI)
-        found = summary(gw.outcomes)
+        found = summary(recorder.outcomes)
     assert found == [(p, r.format(stream="ChatStream", text="TextStream"), e, x) for p, r, e, x in EXPECTED]
     lines = [m for m in caplog.messages if " -> " in m]  # the one DEBUG line of each outcome
     assert len(lines) == len(EXPECTED)
@@ -279,9 +268,10 @@ def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
 
 def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too(fault):
     async def main() -> list[Outcome]:
-        async with recording(AsyncGateway)(f"{fault.url}/s/ok/outcomes-async", KEY) as gw:
+        async with AsyncGateway(f"{fault.url}/s/ok/outcomes-async", KEY) as gw:
+            recorder = recording(gw)
             await gw.chat("m", HI)
-            await (await gw.chat("m", HI, stream=True)).read()
+            await (await gw.chat("m", HI, stream=True)).aread()
             early = await gw.messages("m", HI, stream=True)
             async with early:
                 async for _ in early:
@@ -292,12 +282,13 @@ def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too
             gw.api_key = "sk-wrong-key-000000000"
             with pytest.raises(AuthenticationError):
                 await gw.chat("m", HI)
-            outcomes = gw.outcomes
-        async with recording(AsyncGateway)(f"{fault.url}/s/cut/outcomes-cut", KEY) as cut:
+            outcomes = recorder.outcomes
+        async with AsyncGateway(f"{fault.url}/s/cut/outcomes-cut", KEY) as cut:
+            cut_recorder = recording(cut)
             stream = await cut.chat("m", HI, stream=True)
             with pytest.raises(StreamError):
-                await stream.read()
-            return outcomes + cut.outcomes
+                await stream.aread()
+            return outcomes + cut_recorder.outcomes
 
     found = summary(_run(main()))
     expected = [

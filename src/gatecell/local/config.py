@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gatecell.wire.secret import Secret
-from gatecell.wire.settings import env_number, root_url
+from gatecell.wire.settings import env_number, home, root_url
 
 __all__ = [
     "Config",
@@ -108,14 +108,10 @@ def keys_in_file(path: str | os.PathLike[str]) -> tuple[Secret, ...]:
 def local_data() -> str:
     """Where ``gatecell serve`` and the embedded gateway keep jobs and files:
     GATECELL_LOCAL_DATA, else ``local`` in GATECELL_HOME (next to the log)."""
-    from gatecell.store.config import home
-
     return os.environ.get(ENV_DATA) or str(home() / "local")
 
 
 def key_file() -> Path:
-    from gatecell.store.config import home
-
     return home() / KEY_FILE
 
 

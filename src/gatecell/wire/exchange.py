@@ -2,9 +2,9 @@
 
 A *program* is a generator that yields commands (`Send`, `Read`, `Sleep`) and receives
 their results; it returns the outcome. Everything that decides (retries, backoff,
-redirects, error mapping, redaction, logging) lives in programs, and `drivers` carries
-out the commands: the same program runs under `Gateway` and `AsyncGateway`, and a test can
-step it by hand with made-up responses.
+redirects, what a head may announce, error mapping, redaction) lives in programs, and
+`drivers` carries out the commands: the same program runs under `Gateway`, `AsyncGateway`
+and the batch engine, and a test can step it by hand with made-up `http.Response` objects.
 """
 
 from __future__ import annotations
@@ -15,17 +15,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import httpx
-
-from .context import CallContext
-from .error_mapping import api_error, connection_error
-from .errors import GatecellError
+from .errors import APIError, api_error, connection_error
+from .http import BodyTooLarge, Request, Response, TransportError
 from .redirects import redirected
 from .results import ResponseMeta
 from .retry import RetryPolicy
 from .secret import Secret
 
-__all__ = ["Send", "Read", "Sleep", "Command", "Call", "Outcome", "Program", "exchange", "logger"]
+__all__ = ["Send", "Read", "Close", "Sleep", "Command", "Call", "Program", "exchange", "logger"]
 
 logger = logging.getLogger("gatecell")
 
@@ -33,29 +30,40 @@ T = TypeVar("T")
 
 
 class Send:
-    """Send ``request`` (redirects are not followed: `exchange` decides); with ``stream``
-    only the headers are read."""
+    """Send ``request`` and return the `Response` with its head (redirects are not followed:
+    `exchange` decides). Its body may still be unread: see `Read`."""
 
-    __slots__ = ("request", "stream")
+    __slots__ = ("request",)
 
-    def __init__(self, request: httpx.Request, stream: bool) -> None:
+    def __init__(self, request: Request) -> None:
         self.request = request
-        self.stream = stream
 
     def __repr__(self) -> str:
-        return f"Send({self.request.method} {self.request.url}, stream={self.stream})"
+        return f"Send({self.request.method} {self.request.url})"
 
 
 class Read:
-    """Read (and close) the body of a response sent with ``stream``."""
+    """Read the whole body of ``response`` (and free its connection); returns the bytes."""
 
     __slots__ = ("response",)
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: Response) -> None:
         self.response = response
 
     def __repr__(self) -> str:
-        return f"Read({self.response.status_code})"
+        return f"Read({self.response.status})"
+
+
+class Close:
+    """Close ``response`` unread (its body is not wanted); returns None."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+    def __repr__(self) -> str:
+        return f"Close({self.response.status})"
 
 
 class Sleep:
@@ -68,7 +76,7 @@ class Sleep:
         return f"Sleep({self.seconds:g})"
 
 
-Command = Send | Read | Sleep
+Command = Send | Read | Close | Sleep
 Program = Generator[Command, Any, T]
 
 
@@ -89,59 +97,55 @@ class Call:
     logged: bool = True
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How one call ended: what was sent, and what came of it.
-
-    ``result`` is what the endpoint returned (a `ChatCompletion`, a `Reply`, a `Job`...);
-    for a stream it is the stream itself, reported when it ends, with all its text, and
-    ``partial`` tells a stream cut by an error or closed by the caller before its end.
-    ``error`` is the `GatecellError` the call raised; ``meta`` is None when no answer came.
-    ``body`` is the raw body of a whole (not streamed) answer; ``context`` what the call was
-    part of (`context.CallContext`), ``at`` when it started (unix seconds), and
-    ``cache_key`` its key when the cache was asked.
-    """
-
-    call: Call
-    result: Any = None
-    error: GatecellError | None = None
-    meta: ResponseMeta | None = None
-    partial: bool = False
-    body: bytes | None = None
-    context: CallContext | None = None
-    at: float | None = None
-    cache_key: str | None = None
+def compressed(response: Response, call: Call) -> APIError | None:
+    """A body in a content coding the client did not ask for: refused, since its size after
+    decompressing cannot be bounded (the client asks for ``Accept-Encoding: identity``)."""
+    coding = response.headers.get("content-encoding", "identity").strip().lower()
+    if coding in ("identity", ""):
+        return None
+    return APIError(
+        f"the body came compressed ({coding}) though the client asked for none "
+        "(Accept-Encoding: identity), so its size cannot be bounded",
+        status=response.status,
+        method=call.method,
+        path=call.path,
+    )
 
 
 def exchange(
-    build: Callable[[Call], httpx.Request], call: Call, policy: RetryPolicy, key: Secret | None
-) -> Program[tuple[httpx.Response, ResponseMeta]]:
+    build: Callable[[Call], Request], call: Call, policy: RetryPolicy, key: Secret | None
+) -> Program[tuple[Response, ResponseMeta]]:
     """Send ``call`` with retries; return ``(response, meta)`` for a status below 300.
 
-    A streamed response comes back unread, so the caller decides by its Content-Type
-    how to parse it; nothing past this point is ever retried.
+    A streamed response comes back with its body unread, so the caller decides by its
+    Content-Type how to parse it; nothing past this point is ever retried.
     """
     attempt = 0
     while True:
         request = build(call)
         started = time.perf_counter()
         try:
-            response = yield Send(request, call.stream)
+            response = yield Send(request)
             hops = 0
-            while response.has_redirect_location:
-                if call.stream:
-                    yield Read(response)  # a redirect's body: read, to free the connection
-                request = redirected(call, request, response, hops, key)
+            while response.is_redirect:
+                yield from _read(response)  # a redirect's body: read, to free the connection
+                request = redirected(call.path, request, response, hops, key)
                 hops += 1
-                response = yield Send(request, call.stream)
-        except httpx.HTTPError as exc:
-            error = connection_error(exc, call)
-            if attempt >= policy.max_retries:
+                response = yield Send(request)
+            refused = compressed(response, call)
+            if refused is not None:
+                yield Close(response)
+                raise refused
+            if not call.stream or response.status >= 300:
+                yield from _read(response)
+        except TransportError as exc:
+            error = connection_error(exc, call.method, call.path)
+            if isinstance(exc, BodyTooLarge) or attempt >= policy.max_retries:  # a cap: never retried
                 raise error from None
             delay = policy.delay(attempt)
             _log_retry(call, attempt, policy, delay, str(error))
         else:
-            status = response.status_code
+            status = response.status
             if status < 300:
                 return response, ResponseMeta(
                     call.path,
@@ -151,18 +155,19 @@ def exchange(
                     attempts=attempt + 1,
                     headers=response.headers,
                 )
-            if call.stream:
-                try:
-                    yield Read(response)
-                except httpx.HTTPError as exc:
-                    raise connection_error(exc, call) from None
-            failure = api_error(response, key, call)
+            failure = api_error(response, key, call.method, call.path)
             if attempt >= policy.max_retries or not policy.retryable(status):
                 raise failure
             delay = policy.delay(attempt, response.headers)
             _log_retry(call, attempt, policy, delay, str(failure))
         yield Sleep(delay)
         attempt += 1
+
+
+def _read(response: Response) -> Program[None]:
+    """Read the body, unless the driver already has (the lean client reads answers whole)."""
+    if not response.is_closed:
+        yield Read(response)
 
 
 def _log_retry(call: Call, attempt: int, policy: RetryPolicy, delay: float, why: str) -> None:

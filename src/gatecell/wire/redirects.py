@@ -16,72 +16,68 @@ itself, by these rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import httpx
+from urllib.parse import quote, urljoin, urlsplit
 
 from .errors import APIError
-from .results import request_id_of
+from .http import CREDENTIALS, Request, Response, request_id_of, same_origin
 from .secret import Secret, redact
 
-if TYPE_CHECKING:
-    from .exchange import Call
-
-__all__ = ["MAX_REDIRECTS", "CREDENTIALS", "same_origin", "redirected"]
+__all__ = ["MAX_REDIRECTS", "redirected"]
 
 MAX_REDIRECTS = 10
-CREDENTIALS = ("authorization", "x-goog-api-key", "x-api-key", "proxy-authorization", "cookie")
 _BODY_HEADERS = ("content-type", "content-length", "transfer-encoding")
+_URL_SAFE = "%:/?#[]@!$&'()*+,;=~"
 
 
-def same_origin(a: httpx.URL, b: httpx.URL) -> bool:
-    """Same scheme, host and port; or ``b`` is the https upgrade of ``a`` on default ports."""
-    if a.host != b.host:
-        return False
-    if a.scheme == b.scheme:
-        return a.port == b.port
-    return a.scheme == "http" and b.scheme == "https" and a.port in (None, 80) and b.port in (None, 443)
-
-
-def redirected(
-    call: Call, request: httpx.Request, response: httpx.Response, hops: int, key: Secret | None
-) -> httpx.Request:
-    """The request that follows ``response`` (a redirect with a Location), or an `APIError`
-    when following it is not allowed."""
+def redirected(path: str, request: Request, response: Response, hops: int, key: Secret | None) -> Request:
+    """The request that follows ``response`` (a redirect with a Location) to the call of
+    ``path``, or an `APIError` when following it is not allowed."""
     location = response.headers["location"]
 
     def refuse(why: str) -> APIError:
         return APIError(
             f"redirect to {redact(location[:200], key)!r} not followed: {why}",
-            status=response.status_code,
-            method=call.method,
-            path=call.path,
+            status=response.status,
+            method=request.method,
+            path=path,
             request_id=request_id_of(response.headers),
         )
 
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in location):
+        raise refuse("not a valid address")
     try:
-        target = request.url.join(location)
-    except httpx.InvalidURL:
+        # As httpx does: what may not stand in a URL as it is (a space, non-ASCII) is encoded.
+        target = quote(urljoin(request.url, location), safe=_URL_SAFE)
+        parts = urlsplit(target)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
         raise refuse("not a valid address") from None
-    if target.scheme not in ("http", "https") or not target.host:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise refuse("not an http(s) address")
     if hops >= MAX_REDIRECTS:
         raise refuse(f"more than {MAX_REDIRECTS} redirects")
     same = same_origin(request.url, target)
-    body = request.content
+    body = request.body
     if body and not same:
         raise refuse("another origin, and the request's body goes to its own gateway only")
     method = request.method
-    status = response.status_code
+    status = response.status
     if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
         method = "GET"
-    headers = request.headers.copy()
-    headers.pop("host", None)
+    headers = request.headers
     if method != request.method:
         body = b""
-        for name in _BODY_HEADERS:
-            headers.pop(name, None)
+        headers = headers.without(_BODY_HEADERS)
     if not same:
-        for name in CREDENTIALS:
-            headers.pop(name, None)
-    return httpx.Request(method, target, headers=headers, content=body or None, extensions=request.extensions)
+        headers = headers.without(CREDENTIALS)
+    following = Request(
+        method,
+        target,
+        headers,
+        body,
+        stream=request.stream,
+        read_timeout=request.read_timeout,
+        max_bytes=request.max_bytes,
+    )
+    following.seconds, following.deadline = request.seconds, request.deadline  # one deadline for all hops
+    return following

@@ -1,4 +1,5 @@
-"""Where the gateway is and which key to use; and how a number or a flag is read from the environment.
+"""Where the gateway is and which key to use; where gatecell keeps its files; and how a
+number or a flag is read from the environment.
 
 Resolution order for each setting: the explicit argument, then ``GATECELL_*``, then the
 ``OPENAI_*`` variables that most tools already set. The base address is stored without a
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from .secret import Secret
@@ -19,6 +21,8 @@ __all__ = [
     "Settings",
     "resolve",
     "root_url",
+    "split_query",
+    "home",
     "env_number",
     "env_flag",
     "ENV_BASE_URL",
@@ -49,6 +53,23 @@ def root_url(url: str) -> str:
     if url.endswith("/v1"):
         url = url[:-3]
     return url
+
+
+def split_query(url: str) -> tuple[str, str]:
+    """A root address and the query it carried (``https://h/v1?api-version=1`` → ``https://h``,
+    ``api-version=1``): the query goes on every request, as Azure-style gateways need."""
+    root, _, query = url.partition("?")
+    return root_url(root), query.partition("#")[0]
+
+
+def home() -> Path:
+    """Where gatecell keeps its files: ``GATECELL_HOME``, else the platform's user data folder."""
+    value = os.environ.get("GATECELL_HOME")
+    if value:
+        return Path(value).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("gatecell", appauthor=False))
 
 
 def _first_env(names: tuple[str, ...]) -> str | None:

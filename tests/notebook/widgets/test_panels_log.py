@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gatecell import store
 from gatecell.notebook.widgets import ChatPanel, MediaPanel
-from gatecell.wire.context import call_context
+from gatecell.journal import call_context
 
 NOTEBOOK = "/code/panels.ipynb"
 

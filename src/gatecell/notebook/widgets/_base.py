@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import ipywidgets as widgets
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = [
     "ENDPOINTS",
@@ -52,7 +52,7 @@ def resolve_gateway(gateway: Gateway | AsyncGateway | None) -> Gateway:
         from gatecell.notebook import session_for
 
         return session_for().gateway
-    from gatecell.wire.client import AsyncGateway
+    from gatecell.gateway import AsyncGateway
 
     if isinstance(gateway, AsyncGateway):
         from ._bridge import SyncGateway
@@ -139,7 +139,7 @@ def latency_text(result: Any) -> str:
 def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     """Run ``target`` in a daemon thread, in a copy of the caller's context (a thread starts
     with an empty one): the calls it makes are logged with the notebook's path, and with
-    whatever the caller set (`gatecell.wire.context`)."""
+    whatever the caller set (`gatecell.journal`)."""
     from gatecell.notebook.log import calls_in
 
     context = contextvars.copy_context()

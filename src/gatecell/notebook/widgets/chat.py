@@ -31,7 +31,7 @@ from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["ChatPanel", "sampling_controls", "sampling"]
 

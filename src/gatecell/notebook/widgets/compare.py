@@ -20,7 +20,7 @@ from ._live import LiveReply, token_counts
 from .chat import sampling, sampling_controls
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["ComparePanel"]
 

@@ -16,7 +16,7 @@ import ipywidgets as widgets
 from ._base import Panel, button, error_line, media_widget, prompt_box, start_thread
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["MediaPanel", "JobView"]
 

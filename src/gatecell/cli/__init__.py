@@ -28,7 +28,7 @@ _QUICKSTART = "01-quickstart.ipynb"  # marks a folder holding gatecell's tutoria
 
 def _gateway():
     """A client by the one policy of `gatecell.connect` (`Gateway()` follows it)."""
-    from gatecell.wire.client import Gateway
+    from gatecell.gateway import Gateway
 
     return Gateway()
 
@@ -154,11 +154,11 @@ def _tutorials(explicit: str | None) -> Path:
     the user's data folder on first use (site-packages is never written to)."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    here = Path(__file__).resolve().parent
-    for checkout in (Path.cwd() / "notebooks", here.parents[1] / "notebooks"):
+    package = Path(__file__).resolve().parents[1]  # the gatecell folder
+    for checkout in (Path.cwd() / "notebooks", package.parents[1] / "notebooks"):
         if (checkout / _QUICKSTART).is_file():
             return checkout.resolve()
-    shipped = here / "tutorials"
+    shipped = package / "tutorials"
     if not (shipped / _QUICKSTART).is_file():
         raise GatecellError(f"no tutorials found (looked for {shipped}); pass --notebooks DIR")
     import shutil
@@ -262,7 +262,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     lab.set_defaults(run=_lab)
     _add_store_commands(sub)
-    from gatecell.batch.command import add_parser as add_map_command
+    from .map import add_parser as add_map_command
 
     add_map_command(sub)
     return parser
