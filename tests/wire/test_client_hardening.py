@@ -12,11 +12,12 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from recording import recording
 from fault_server import KEY
+from recording import recording
 
-from gatecell.wire import secret
 from gatecell.gateway import AsyncGateway, Gateway
+from gatecell.wire import secret
+from gatecell.wire.calls import Outcome
 from gatecell.wire.errors import (
     APIError,
     AuthenticationError,
@@ -26,7 +27,6 @@ from gatecell.wire.errors import (
     StreamError,
     StreamTooLargeError,
 )
-from gatecell.wire.calls import Outcome
 
 HI = [{"role": "user", "content": "hi"}]
 CAP = 2**20  # 1 MiB for these tests

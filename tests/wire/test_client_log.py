@@ -17,8 +17,8 @@ import pytest
 from fault_server import KEY, PNG, WAV
 
 from gatecell import store
-from gatecell.store.keys import gateway_address
 from gatecell.journal import call_context
+from gatecell.store.keys import gateway_address
 from gatecell.wire.errors import APIError, InvalidRequest, StreamError
 from gatecell.wire.streams import AsyncChatStream, ChatStream, TextStream
 

@@ -15,8 +15,8 @@ from recording import recording
 
 from gatecell.gateway import Gateway
 from gatecell.wire.calls import JSON_CAP, MEDIA_CAP, Options
-from gatecell.wire.endpoints import Programs
 from gatecell.wire.conversation import to_responses
+from gatecell.wire.endpoints import Programs
 from gatecell.wire.errors import (
     APIConnectionError,
     APIError,
@@ -29,7 +29,7 @@ from gatecell.wire.errors import (
     error_message,
 )
 from gatecell.wire.exchange import Call, Command, Read, Send, Sleep
-from gatecell.wire.http import Headers, Request, Response, TransportError, request_id_of
+from gatecell.wire.http import Headers, Response, TransportError, request_id_of
 from gatecell.wire.jobs import JobPaths, job_state, submitted_id
 from gatecell.wire.results import Audio, ModelList, Reply, sniff
 from gatecell.wire.retry import RetryPolicy, retry_after
@@ -372,11 +372,11 @@ def test_retries_wait_the_backoff_then_what_the_gateway_asks_then_give_up(gw):
 
 def test_connection_errors_are_retried_and_client_errors_are_not(gw):
     program = gw.models()
-    for _ in range(2):
-        send = next(program) if _ == 0 else program.send(None)
+    for attempt in range(2):
+        assert isinstance(next(program) if attempt == 0 else program.send(None), Send)
         wait = program.throw(TransportError("ConnectError: refused", kind="ConnectError"))
         assert isinstance(wait, Sleep)
-    last = program.send(None)
+    assert isinstance(program.send(None), Send)
     with pytest.raises(
         APIConnectionError, match=r"^connection error from GET /v1/models: ConnectError: refused$"
     ):
