@@ -5,7 +5,7 @@ looked up and replayed (see ``docs/store.md``); and what a call is part of.
 starts and tells it how the call ended, and knows nothing of SQLite. The store is loaded on
 a client's first call that logs or asks the cache, never at import: ``import gatecell`` and
 ``Gateway()`` load no SQLite. Everything here runs on the caller's path, so it only gathers
-references (`gatecell.store.Store.log` returns in about a microsecond; the JSON, redaction
+references (`gatecell.store.Store.record_exchange` returns in about a microsecond; the JSON, redaction
 and hashing happen in the store's writer thread).
 
 **What a call is part of** (`CallContext`) is how the notebook layer tells the journal which
@@ -204,7 +204,7 @@ class Journal(Hooks):
             response = outcome.body
         elif result is not None:
             response = outcome.body
-        self.store.log(
+        self.store.record_exchange(
             call.path,
             call.model,
             call.body,
@@ -259,7 +259,7 @@ def _prompt(body: bytes | None) -> str | None:
     return prompt if isinstance(prompt, str) else None
 
 
-def _replayed(call: Call, answer: store.Answer) -> tuple[Response, ResponseMeta]:
+def _replayed(call: Call, answer: store.CachedReply) -> tuple[Response, ResponseMeta]:
     """A response as the gateway would send it, holding the logged answer: no request."""
     started = time.perf_counter()
     body = answer.response if answer.response is not None else _rebuilt(call, answer)
@@ -270,7 +270,7 @@ def _replayed(call: Call, answer: store.Answer) -> tuple[Response, ResponseMeta]
     return response, meta
 
 
-def _rebuilt(call: Call, answer: store.Answer) -> dict[str, Any]:
+def _rebuilt(call: Call, answer: store.CachedReply) -> dict[str, Any]:
     """A reply of the endpoint's own shape (WIRE-NOTES) from a streamed reply's text,
     reasoning and usage, for the parser of that endpoint."""
     text, reasoning, usage = answer.text or "", answer.reasoning, answer.usage

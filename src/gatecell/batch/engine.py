@@ -250,7 +250,7 @@ class Engine:
         waiting in one transaction."""
         unlogged, self._unlogged = self._unlogged, []
         for arguments, fields in unlogged:
-            self.store.log(*arguments, **fields)
+            self.store.record_exchange(*arguments, **fields)
         self._logged += len(unlogged)
 
     async def _watch(self) -> None:

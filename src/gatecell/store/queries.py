@@ -19,7 +19,7 @@ from .records import text_of
 from .schema import index_new
 
 __all__ = [
-    "Answer",
+    "CachedReply",
     "StoredJob",
     "UsageRow",
     "answer",
@@ -41,7 +41,7 @@ def _loads(text: str | None) -> Any:
 
 
 @dataclass(frozen=True)
-class Answer:
+class CachedReply:
     """What a logged exchange holds to answer the same request again."""
 
     text: str | None
@@ -55,7 +55,7 @@ class Answer:
     latency: float | None
 
 
-def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
+def answer(conn: sqlite3.Connection, key: str) -> CachedReply | None:
     """The newest complete, error-free, not partial, not itself cached exchange with ``key``."""
     row = conn.execute(
         "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
@@ -71,7 +71,7 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
         body = _loads(response)
     except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
         body = None
-    return Answer(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
+    return CachedReply(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
 
 
 def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:

@@ -2,7 +2,7 @@
 
 Why a writer thread: a commit costs a disk sync (WAL, ``synchronous=NORMAL``: at checkpoints)
 and redaction, JSON and hashing cost tens of microseconds; none of it belongs on the path of
-a request. `Store.log` snapshots its arguments into an entry and puts it on a queue; the
+a request. `Store.record_exchange` snapshots its arguments into an entry and puts it on a queue; the
 writer takes every entry waiting and commits them in **one transaction per batch**. It
 flushes on `Store.flush`, at `close`, and at interpreter exit. A process killed outright
 loses only what was still queued: SQLite's journal keeps the file whole.
@@ -14,7 +14,7 @@ Several processes share the file: each write transaction is ``BEGIN IMMEDIATE`` 
 timeout, and one still locked after that is retried rather than dropped.
 
 Faults never break the caller. A folder that cannot be written, a full disk or a file that is
-not a database turns the store off (`log`, `record_job` and `lookup` become no-ops) and says
+not a database turns the store off (`record_exchange`, `record_job` and `lookup` become no-ops) and says
 so once per process and file, in one line on stderr. The queries (`logs`, `usage`, ...) raise
 `StoreError` instead, since their caller asked for the data.
 """
@@ -166,7 +166,7 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def log(
+    def record_exchange(
         self,
         endpoint: str,
         model: str | None,
@@ -257,7 +257,7 @@ class Store:
 
         Fields left None keep their recorded value; an update older than the recorded one
         (``at``) changes nothing, so two kernels polling the same job cannot go back in time.
-        Returns at once, like `log`.
+        Returns at once, like `record_exchange`.
         """
         if not self.log_enabled or self.off is not None:
             return
@@ -430,7 +430,7 @@ class Store:
         if self._written < self._queued:
             self.flush(_LOOKUP_WAIT)
 
-    def lookup(self, key: str, *, settle: bool = True) -> queries.Answer | None:
+    def lookup(self, key: str, *, settle: bool = True) -> queries.CachedReply | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
         itself a cache hit. None when there is none, or when the store is off.

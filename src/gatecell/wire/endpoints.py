@@ -46,7 +46,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     # -- conversation -----------------------------------------------------------------
     #
     # Keyword arguments beyond a method's parameters are body fields, and must be ones
-    # the endpoint is known to take (schemas: ``passthrough``); any other name is refused
+    # the endpoint is known to take (schemas: ``known_fields``); any other name is refused
     # before sending, naming the closest known one. Fields gatecell does not know go,
     # deliberately and unchecked, in ``extra_body``.
 

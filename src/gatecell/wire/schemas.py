@@ -3,7 +3,7 @@
 Request models carry SPEC's rules (2.1, 2.5, 8) so that both sides refuse the same bad
 input with the same words. They allow extra fields: SPEC leaves much "not shown", and a
 caller may pass what a real gateway accepts (``stream_options``, ``response_format``...).
-Each request model lists those it knows (``passthrough``): the client takes them as
+Each request model lists those it knows (``known_fields``): the client takes them as
 keyword arguments and refuses any other name, so a typo fails before sending instead of
 travelling in the body (anything else goes, deliberately, in ``extra_body``).
 Response models cover what SPEC shows (2.3), and `usage_of` reads every usage shape as one
@@ -70,7 +70,7 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     # Body fields beyond SPEC that public SDKs and gateways send for this endpoint.
-    passthrough: ClassVar[frozenset[str]] = frozenset()
+    known_fields: ClassVar[frozenset[str]] = frozenset()
 
 
 def _non_empty(value: str) -> str:
@@ -89,7 +89,7 @@ class Message(BaseModel):
 class ChatRequest(RequestModel):
     """SPEC 2.1."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "audio",
             "frequency_penalty",
@@ -135,7 +135,7 @@ class NativeMessage(BaseModel):
 class MessagesRequest(RequestModel):
     """SPEC 2.5, native messages."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "metadata",
             "service_tier",
@@ -170,7 +170,7 @@ class Content(BaseModel):
 class GenerateContentRequest(RequestModel):
     """SPEC 2.5, native generate-content (the model name travels in the path)."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {"cachedContent", "generationConfig", "safetySettings", "systemInstruction", "toolConfig", "tools"}
     )
 
@@ -178,7 +178,7 @@ class GenerateContentRequest(RequestModel):
 
 
 class ImageRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "background",
             "moderation",
@@ -201,7 +201,7 @@ class ImageRequest(RequestModel):
 
 
 class ImagineRequest(RequestModel):
-    passthrough = frozenset({"accountFilter", "base64Array", "botType", "notifyHook", "state"})
+    known_fields = frozenset({"accountFilter", "base64Array", "botType", "notifyHook", "state"})
 
     prompt: str
 
@@ -209,7 +209,7 @@ class ImagineRequest(RequestModel):
 
 
 class VideoRequest(RequestModel):
-    passthrough = frozenset({"input_reference", "seconds", "size"})
+    known_fields = frozenset({"input_reference", "seconds", "size"})
 
     model: str = Field(min_length=1)
     prompt: str
@@ -218,7 +218,7 @@ class VideoRequest(RequestModel):
 
 
 class MusicRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "continue_at",
             "continue_clip_id",
@@ -239,7 +239,7 @@ class MusicRequest(RequestModel):
 
 
 class SpeechRequest(RequestModel):
-    passthrough = frozenset({"instructions", "response_format", "speed", "stream_format"})
+    known_fields = frozenset({"instructions", "response_format", "speed", "stream_format"})
 
     model: str = Field(min_length=1)
     voice: str = Field(min_length=1)
@@ -254,7 +254,7 @@ class Reasoning(BaseModel):
 
 
 class ResponsesRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "background",
             "include",
@@ -443,9 +443,9 @@ def refuse_unknown(model: type[RequestModel], method: Callable[..., Any], fields
     """Refuse a keyword argument of ``method`` that is neither one of its parameters nor a
     body field ``model`` knows: an `InvalidRequest` naming it and the closest known name."""
     for name in fields:
-        if name not in model.passthrough:
+        if name not in model.known_fields:
             named = [p for p in inspect.signature(method).parameters if p not in ("extra_body", "fields")]
-            close = _closest(name, [*named, *sorted(model.passthrough)])
+            close = _closest(name, [*named, *sorted(model.known_fields)])
             hint = f"did you mean {close}?" if close else f"its parameters: {', '.join(named)}."
             raise InvalidRequest(
                 name,
