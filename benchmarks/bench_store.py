@@ -292,7 +292,10 @@ def main() -> None:
     added = per["gatecell Store.record_exchange"]["caller_cpu_s"] - per["no-op call"]["caller_cpu_s"]
     plain = per["sqlite3 insert+commit per row"]["caller_cpu_s"]
     hit_ms = hit["gatecell_ms"]["p50"]
-    writer_us = per["gatecell Store.record_exchange"]["process_cpu_s"] - per["gatecell Store.record_exchange"]["caller_cpu_s"]
+    writer_us = (
+        per["gatecell Store.record_exchange"]["process_cpu_s"]
+        - per["gatecell Store.record_exchange"]["caller_cpu_s"]
+    )
     fts, like = search["total_ms"]["fts5"], search["total_ms"]["like"]
     summary = [
         summary_row(

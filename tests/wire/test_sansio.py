@@ -28,11 +28,10 @@ from gatecell.wire.errors import (
     StreamError,
     error_message,
 )
-from gatecell.wire.exchange import Call, Command, Read, Send, Sleep
-from gatecell.wire.http import Headers, Response, TransportError, request_id_of
+from gatecell.wire.exchange import Call, Command, Read, RetryPolicy, Send, Sleep
+from gatecell.wire.http import Headers, Response, TransportError, request_id_of, retry_after
 from gatecell.wire.jobs import JobPaths, job_state, submitted_id
 from gatecell.wire.results import Audio, ModelList, Reply, sniff
-from gatecell.wire.retry import RetryPolicy, retry_after
 from gatecell.wire.routing import Router, to_chat
 from gatecell.wire.schemas import usage_of
 from gatecell.wire.secret import redact

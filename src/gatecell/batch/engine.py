@@ -43,9 +43,8 @@ from gatecell.wire.drivers import arun
 from gatecell.wire.endpoints import Endpoints
 from gatecell.wire.errors import GatecellError
 from gatecell.wire.exchange import Program
-from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError
+from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
 from gatecell.wire.http11 import BROKEN, Pool, with_body
-from gatecell.wire.retry import retry_after
 from gatecell.wire.schemas import usage_of
 
 from .options import Options

@@ -29,11 +29,10 @@ from . import schemas
 from .conversation import to_responses
 from .decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
 from .errors import APIError, GatecellError, body_error, connection_error, json_body
-from .exchange import Call, Program, Read, exchange, logger
+from .exchange import Call, Program, Read, RetryPolicy, exchange, logger
 from .http import Headers, Request, Response, TransportError, same_origin
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
-from .retry import RetryPolicy
 from .routing import PatternLike, Router, to_chat
 from .schemas import ChatCompletion, usage_of
 from .secret import Secret, protect_logs

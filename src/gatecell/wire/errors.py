@@ -14,8 +14,7 @@ import re
 from http import HTTPStatus
 from typing import Any
 
-from .http import BodyTooLarge, Response, TransportError, request_id_of
-from .retry import retry_after
+from .http import BodyTooLarge, Response, TransportError, request_id_of, retry_after
 from .secret import Secret, redact
 
 __all__ = [

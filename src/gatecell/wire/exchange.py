@@ -1,28 +1,69 @@
 """One request/response exchange, with its retries and redirects, as a sans-IO program.
 
-A *program* is a generator that yields commands (`Send`, `Read`, `Sleep`) and receives
-their results; it returns the outcome. Everything that decides (retries, backoff,
+A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`) and
+receives their results; it returns the outcome. Everything that decides (retries, backoff,
 redirects, what a head may announce, error mapping, redaction) lives in programs, and
 `drivers` carries out the commands: the same program runs under `Gateway`, `AsyncGateway`
 and the batch engine, and a test can step it by hand with made-up `http.Response` objects.
+
+**Retries** match the official SDKs (WIRE-NOTES): 408, 409, 429, 5xx and connection errors
+are tried again a bounded number of times, with exponential backoff and jitter, and a wait
+the gateway asks for (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP date) is
+honoured up to a cap (`RetryPolicy`). A body past its cap is never tried again.
+
+**Redirects** are followed here, not by httpx, which would follow a 307/308 to any host with
+the same method and body (so a prompt could be re-posted to a stranger) and drops only
+``Authorization`` on the way, not the ``x-goog-api-key`` that generate-content uses (SPEC 5).
+The rules (`redirected`):
+
+- a request with a body is never sent to another origin: the redirect fails with an
+  `APIError` instead (on its own origin it is followed, as the status says);
+- a request without a body may go to another origin, but without any credential header;
+- only to http(s) addresses;
+- an upgrade from ``http`` to ``https`` on the same host counts as the same origin;
+- 303, and 301/302 after a POST, continue with a GET and no body, as browsers and httpx do;
+- at most `MAX_REDIRECTS` hops.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote, urljoin, urlsplit
 
 from .errors import APIError, api_error, connection_error
-from .http import BodyTooLarge, Request, Response, TransportError
-from .redirects import redirected
+from .http import (
+    CREDENTIALS,
+    BodyTooLarge,
+    Request,
+    Response,
+    TransportError,
+    request_id_of,
+    retry_after,
+    same_origin,
+)
 from .results import ResponseMeta
-from .retry import RetryPolicy
-from .secret import Secret
+from .secret import Secret, redact
 
-__all__ = ["Send", "Read", "Close", "Sleep", "Command", "Call", "Program", "exchange", "logger"]
+__all__ = [
+    "Send",
+    "Read",
+    "Close",
+    "Sleep",
+    "Command",
+    "Call",
+    "Program",
+    "RetryPolicy",
+    "RETRY_STATUSES",
+    "MAX_REDIRECTS",
+    "exchange",
+    "redirected",
+    "logger",
+]
 
 logger = logging.getLogger("gatecell")
 
@@ -95,6 +136,98 @@ class Call:
     # A row of its own in the log; a job poll or a media download is not one (the job's
     # record keeps what a poll says).
     logged: bool = True
+
+
+# -- retries --------------------------------------------------------------------------
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` extra attempts; backoff ``base * 2**n`` capped at ``cap``, with jitter."""
+
+    max_retries: int = 2
+    base: float = 0.5
+    cap: float = 8.0
+    retry_after_cap: float = 60.0
+
+    def retryable(self, status: int) -> bool:
+        return status in RETRY_STATUSES or status >= 500
+
+    def delay(
+        self, attempt: int, headers: Mapping[str, str] | None = None, now: float | None = None
+    ) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
+        asked = retry_after(headers, now) if headers is not None else None
+        if asked is not None:
+            return min(asked, self.retry_after_cap)
+        backoff = min(self.base * 2**attempt, self.cap)
+        return backoff * (1 - 0.25 * random.random())
+
+
+# -- redirects --------------------------------------------------------------------------
+
+MAX_REDIRECTS = 10
+_BODY_HEADERS = ("content-type", "content-length", "transfer-encoding")
+_URL_SAFE = "%:/?#[]@!$&'()*+,;=~"
+
+
+def redirected(path: str, request: Request, response: Response, hops: int, key: Secret | None) -> Request:
+    """The request that follows ``response`` (a redirect with a Location) to the call of
+    ``path``, or an `APIError` when following it is not allowed."""
+    location = response.headers["location"]
+
+    def refuse(why: str) -> APIError:
+        return APIError(
+            f"redirect to {redact(location[:200], key)!r} not followed: {why}",
+            status=response.status,
+            method=request.method,
+            path=path,
+            request_id=request_id_of(response.headers),
+        )
+
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in location):
+        raise refuse("not a valid address")
+    try:
+        # As httpx does: what may not stand in a URL as it is (a space, non-ASCII) is encoded.
+        target = quote(urljoin(request.url, location), safe=_URL_SAFE)
+        parts = urlsplit(target)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
+        raise refuse("not a valid address") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise refuse("not an http(s) address")
+    if hops >= MAX_REDIRECTS:
+        raise refuse(f"more than {MAX_REDIRECTS} redirects")
+    same = same_origin(request.url, target)
+    body = request.body
+    if body and not same:
+        raise refuse("another origin, and the request's body goes to its own gateway only")
+    method = request.method
+    status = response.status
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method = "GET"
+    headers = request.headers
+    if method != request.method:
+        body = b""
+        headers = headers.without(_BODY_HEADERS)
+    if not same:
+        headers = headers.without(CREDENTIALS)
+    following = Request(
+        method,
+        target,
+        headers,
+        body,
+        stream=request.stream,
+        read_timeout=request.read_timeout,
+        max_bytes=request.max_bytes,
+    )
+    following.seconds, following.deadline = request.seconds, request.deadline  # one deadline for all hops
+    return following
+
+
+# -- the exchange -----------------------------------------------------------------------
 
 
 def compressed(response: Response, call: Call) -> APIError | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, ItemsView, Iterable, Iterator, Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -30,6 +31,7 @@ __all__ = [
     "BodyTooLarge",
     "same_origin",
     "request_id_of",
+    "retry_after",
     "CREDENTIALS",
 ]
 
@@ -318,3 +320,25 @@ def request_id_of(headers: Mapping[str, str]) -> str | None:
         if value:
             return value
     return None
+
+
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a response asks for, in seconds, or None. ``now`` is a Unix time (for tests)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
