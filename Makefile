@@ -1,6 +1,6 @@
 # The two set-up commands of the README:
 #   make lab    install everything, start the embedded gateway, open JupyterLab on the tutorials
-#   make test   install everything (Chromium and LiteLLM's proxy too), check types and style, run the whole test suite
+#   make test   install everything (Chromium and LiteLLM's proxy too), check types, style and layers, run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -25,6 +25,7 @@ test: $(STAMP) chromium $(LITELLM_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 	GATECELL_LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest
 
 litellm: $(LITELLM_STAMP)
