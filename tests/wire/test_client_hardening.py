@@ -9,6 +9,7 @@ import asyncio
 import logging
 import re
 import tracemalloc
+import uuid
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from gatecell.wire.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
+    InvalidRequest,
     NotFoundError,
     ResponseTooLargeError,
     StreamError,
@@ -295,3 +297,42 @@ def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too
         (p, r.format(stream="AsyncChatStream", text="AsyncTextStream"), e, x) for p, r, e, x in EXPECTED
     ]
     assert found == [*expected, ("/v1/chat/completions", "AsyncChatStream", "StreamError", True)]
+
+
+# -- where requests go: the base address's query, job ids -------------------------------------
+
+
+def test_a_base_address_with_a_query_keeps_it_on_every_request(fault):
+    token = uuid.uuid4().hex[:12]
+    with Gateway(f"{fault.url}/s/ok/{token}/v1?api-version=2024-06-01", KEY, max_retries=0) as gw:
+        assert gw.base_url == f"{fault.url}/s/ok/{token}"
+        gw.chat("m", HI)
+        gw.models()
+        gw.generate_content("g", "x", stream=True).read()
+        assert gw.map("say {item}", ["a"], model="m", progress=False, cache=False).errors == {}
+    assert [r.path for r in fault.seen(token)] == [
+        "/v1/chat/completions?api-version=2024-06-01",
+        "/v1/models?api-version=2024-06-01",
+        "/v1beta/models/g:streamGenerateContent?alt=sse&api-version=2024-06-01",
+        "/v1/chat/completions?api-version=2024-06-01",
+    ]
+
+
+@pytest.mark.parametrize(
+    "job_id, path",
+    [
+        ("../../admin/keys?x=1#f", "/v1/videos/..%2F..%2Fadmin%2Fkeys%3Fx%3D1%23f"),
+        ("a/../../b", "/v1/videos/a%2F..%2F..%2Fb"),
+        ("v 1\r\nx: y", "/v1/videos/v%201%0D%0Ax%3A%20y"),
+    ],
+)
+def test_a_job_id_changes_neither_the_path_nor_the_query(make, fault, job_id, path):
+    gw = make("ok", max_retries=0)
+    with pytest.raises(NotFoundError):
+        gw.job(job_id, kind="video")
+    (request,) = fault.seen(gw.token)
+    assert (request.method, request.path) == ("GET", path)
+    for dots in (".", "..", ""):
+        with pytest.raises(InvalidRequest, match=r"^id: not a job id"):
+            gw.job(dots, kind="video")
+    assert len(fault.seen(gw.token)) == 1
