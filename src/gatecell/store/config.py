@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gatecell.wire.errors import ConfigError
+from gatecell.wire.errors import ConfigError, echo
 
 __all__ = ["StoreSettings", "settings", "home", "DB_NAME"]
 
@@ -53,7 +53,7 @@ def _switch(name: str, default: bool) -> bool:
         return True
     if raw in _FALSE:
         return False
-    raise ConfigError(f"{name} must be 1 or 0 (true/false, on/off, yes/no), got {raw!r}")
+    raise ConfigError(f"{name} must be 1 or 0 (true/false, on/off, yes/no), got {echo(raw)}")
 
 
 def settings() -> StoreSettings:

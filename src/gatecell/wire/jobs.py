@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidRequest, JobError
+from .errors import InvalidRequest, JobError, echo
 from .exchange import Program, Sleep
 from .results import Job
 
@@ -44,7 +44,7 @@ class JobPaths:
 
 def _kind(kind: str) -> str:
     if kind not in KINDS:
-        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {echo(kind)}")
     return kind
 
 

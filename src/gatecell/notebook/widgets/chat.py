@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from gatecell.notebook.memory import Conversation, Turn
+from gatecell.wire.errors import echo
 from gatecell.wire.schemas import RANGES
 
 from ._base import Panel, button, follower, prompt_box, text_html
@@ -71,7 +72,7 @@ def sampling(temperature: float, top_p: float, max_tokens: str) -> dict[str, Any
     text = str(max_tokens).strip()
     if text and text != "0":
         if not text.isdigit():
-            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {text!r}")
+            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {echo(text)}")
         fields["max_tokens"] = int(text)
     return fields
 
