@@ -206,15 +206,25 @@ def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
 def _math_brackets(state: Any, silent: bool) -> bool:
     """``\\(...\\)`` (inline) and ``\\[...\\]`` (display) within a block of text, as the
     tokens dollarmath makes for ``$`` and ``$$``: the first closing delimiter not itself
-    escaped ends the formula; none, and the backslash is Markdown's escape again."""
+    escaped ends the formula; none, and the backslash is Markdown's escape again.
+
+    Where a search found no closing delimiter is kept in the render's ``env`` (as markdown-it
+    keeps link references there), so that a text of many unclosed openers costs linear time."""
     src, start = state.src, state.pos
     opener = src[start : start + 2]
     if opener not in ("\\(", "\\["):
         return False
     closer, end = _CLOSERS[opener], start + 2
+    unclosed = state.env.setdefault("gatecell_unclosed_math", {})  # (text, closer, end) -> from
+    where = (src, closer, state.posMax)
+    if start >= unclosed.get(where, state.posMax):
+        return False
     while (end := src.find(closer, end, state.posMax)) >= 0 and _escaped(src, end):
         end += 1
-    if end < 0 or not src[start + 2 : end].strip():
+    if end < 0:
+        unclosed[where] = start
+        return False
+    if not src[start + 2 : end].strip():
         return False
     if not silent:
         token = state.push("math_inline" if opener == "\\(" else "math_inline_double", "math", 0)
