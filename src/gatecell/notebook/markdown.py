@@ -28,12 +28,13 @@ Markdown: it renders it here, and only the HTML made here reaches a frontend.
 A formula is never typeset here: it is escaped text, delimiters included, in a
 ``<span class="math">`` (a ``<div>`` for a display block), which JupyterLab's MathJax
 typesets. MathJax looks for delimiters in every text of an HTML output it is given, so the
-fragment is marked ``mathjax_ignore`` (MathJax 3: JupyterLab, Notebook 7) and
-``tex2jax_ignore`` (MathJax 2: nbconvert's HTML) and each formula ``*_process``: only what
-the parser called math is typeset, never a dollar sign in prose, a model id or a footer.
-What TeX can do inside a formula is MathJax's safe mode's business in JupyterLab
-(``\\href`` to http and https only, no ``\\style`` beyond a few properties); a front end
-that does not typeset shows the formula as its TeX source.
+fragment is marked ``mathjax_ignore`` (MathJax 3, as JupyterLab bundles it) and
+``tex2jax_ignore`` (MathJax 2, as nbconvert's HTML loads it) and each formula
+``*_process``: only what the parser called math is typeset, never a dollar sign in prose, a
+model id or a footer. What TeX can do inside a formula is the business of MathJax's safe
+mode, which JupyterLab uses (``\\href`` to http, https and file URLs only, classes and ids
+``mjx-*`` only, a few style properties); a front end that does not typeset shows the
+formula as its TeX source.
 
 Everything heavy is imported on first use: ``%load_ext gatecell`` stays fast.
 """
@@ -105,19 +106,21 @@ def to_html(text: str) -> str:
     return f'{f"<style>{css}</style>" if css else ""}<div class="gatecell-md {NOT_MATH}">{body}</div>'
 
 
-_PUNCTUATION = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
+# Every ASCII punctuation mark but "(": a backslash before it would open a formula, and with
+# every "]" escaped no link can close on it.
+_PUNCTUATION = re.compile(r"([!\"#$%&')*+,\-./:;<=>?@\[\\\]^_`{|}~])")
 
 
 def escape(text: str) -> str:
     """``text`` as Markdown that reads literally (a model id, a job id, a name in a line
-    gatecell composes): every ASCII punctuation mark backslash-escaped, lines joined; ``(``
-    and ``[`` as character references, since a backslash before them opens a formula."""
+    gatecell composes): punctuation backslash-escaped (``[`` as a character reference, as
+    ``\\[`` would open a formula), lines joined."""
     return _PUNCTUATION.sub(_escaped_mark, " ".join(str(text).split()))
 
 
 def _escaped_mark(match: re.Match[str]) -> str:
     mark = match.group(1)
-    return f"&#{ord(mark)};" if mark in "([" else f"\\{mark}"
+    return "&#91;" if mark == "[" else f"\\{mark}"
 
 
 def fence(body: str, lang: str = "") -> str:
