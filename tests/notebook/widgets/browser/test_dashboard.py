@@ -59,6 +59,8 @@ def test_chat_reply_streams_into_the_panel(page, screenshots):
 
 MARKDOWN = """repeat after me: # Shopping list
 
+Twelve eggs weigh $m \\approx 12 \\times 60\\,\\mathrm{g}$.
+
 | item | count |
 |------|------:|
 | eggs | 12 |
@@ -108,6 +110,7 @@ def test_a_reply_renders_as_markdown(page, screenshots):
     assert comment.inner_text() == "# all of them"
     assert comment.evaluate("e => getComputedStyle(e).fontStyle") == "italic"  # the stylesheet applies
     assert "#" not in reply.locator("h1").inner_text()  # rendered, not shown as source
+    reply.locator("mjx-container").wait_for()  # the formula, typeset
     page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "chat-markdown.png"))
 
 
