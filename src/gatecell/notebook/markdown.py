@@ -218,8 +218,8 @@ def _math_brackets(state: Any, silent: bool) -> bool:
     if opener not in ("\\(", "\\["):
         return False
     closer, end = _CLOSERS[opener], start + 2
-    unclosed = state.env.setdefault("gatecell_unclosed_math", {})  # (text, closer, end) -> from
-    where = (src, closer, state.posMax)
+    unclosed = state.env.setdefault("gatecell_unclosed_math", {})  # (text, closer, end) -> opener
+    where = (src, closer, state.posMax)  # no closer after an opener at or past unclosed[where]
     if start >= unclosed.get(where, state.posMax):
         return False
     while (end := src.find(closer, end, state.posMax)) >= 0 and _escaped(src, end):
