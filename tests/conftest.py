@@ -1,7 +1,8 @@
 """Shared fixtures. `home` is a fresh GATECELL_HOME; `local_gateway` is the embedded local
 gateway, one per test session; `make_gateway` starts gateways of a test's own, with its own
 options; `kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend
-shows; `ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium."""
+shows; `ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium,
+`screenshots` the folder its screenshots go to."""
 
 from __future__ import annotations
 
@@ -103,6 +104,17 @@ def browser():
 
     with chromium() as found:
         yield found
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where browser tests save their screenshots: .artifacts/screenshots, or the folder in
+    GATECELL_SCREENSHOTS (docs/screenshots, for the README's)."""
+    from browsers import ROOT
+
+    folder = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / ".artifacts" / "screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import socket
@@ -26,6 +27,7 @@ from gatecell.wire.errors import (
     ServerError,
     StreamError,
     StreamTimeoutError,
+    echo,
 )
 from gatecell.wire.jobs import JobPaths
 from gatecell.wire.schemas import ChatCompletion
@@ -217,6 +219,35 @@ def test_bad_input_fails_before_any_request(make, fault, call, message):
         call(gw)
     assert "\n" not in str(caught.value)
     assert fault.seen(gw.token) == []
+
+
+def test_a_huge_value_is_echoed_cut_short(make, fault):
+    gw = make("ok")
+    prompt = "Summarise this: " + "lorem ipsum " * 1700  # about 20 KB, passed where temperature goes
+    with pytest.raises(InvalidRequest) as caught:
+        gw.chat("m", HI, prompt)
+    assert str(caught.value) == (
+        "temperature: input should be a valid number, unable to parse string as a number, "
+        f"got {repr(prompt)[:80]}… ({len(repr(prompt)):,} characters)"
+    )
+    assert fault.seen(gw.token) == []
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        ("short", "'short'"),
+        ("x" * 78, repr("x" * 78)),  # 80 characters with its quotes: whole
+        ("x" * 79, f"'{'x' * 79}… (81 characters)"),
+        (list(range(40)), f"{repr(list(range(40)))[:80]}… (150 characters)"),
+        (
+            functools.reduce(lambda inner, _: [inner], range(100_000), []),
+            "[[[[[[[...]]]]]]]",
+        ),  # too deep for repr
+    ],
+)
+def test_an_echoed_value_is_at_most_80_characters_and_says_how_long_it_was(value, shown):
+    assert echo(value) == shown
 
 
 def test_config(monkeypatch):

@@ -8,7 +8,7 @@ import json
 from datetime import date, datetime, timezone
 from typing import Any
 
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.errors import InvalidRequest, echo
 
 from .queries import StoredJob, UsageRow
 from .records import iso
@@ -41,7 +41,9 @@ def since_value(text: str) -> str:
             return date.fromisoformat(value).isoformat()
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidRequest("since", f"must be a date (YYYY-MM-DD) or an ISO time, got {text!r}") from None
+        raise InvalidRequest(
+            "since", f"must be a date (YYYY-MM-DD) or an ISO time, got {echo(text)}"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return iso(moment.timestamp())

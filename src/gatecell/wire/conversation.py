@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, echo
 
 __all__ = ["TEXT_APIS", "split", "for_api", "to_responses"]
 
@@ -87,7 +87,7 @@ def for_api(
         if system is not None:
             gc["systemInstruction"] = {"parts": [{"text": system}]}
         return "generate_content", gc
-    raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
+    raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {echo(api)}")
 
 
 def to_responses(chat: dict[str, Any]) -> dict[str, Any]:

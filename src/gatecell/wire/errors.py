@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from http import HTTPStatus
 from typing import Any
 
@@ -44,6 +45,8 @@ __all__ = [
     "connection_error",
     "json_body",
     "too_large",
+    "echo",
+    "ECHO_LIMIT",
 ]
 
 
@@ -170,6 +173,23 @@ def too_large(cap: int, what: str = "the body") -> str:
         if cap >= unit or unit == 1
     )
     return f"{what} passed {size}; raise max_response_bytes= or GATECELL_MAX_RESPONSE_BYTES to accept more"
+
+
+ECHO_LIMIT = 80
+"""Characters at most of a value an error line quotes."""
+
+
+def echo(value: object) -> str:
+    """``value`` as an error line quotes it: its repr, cut at `ECHO_LIMIT` characters with
+    ``… (N characters)`` (N: the whole repr's length), so that a 20 KB prompt passed where a
+    number goes still makes one line."""
+    try:
+        text = repr(value)
+    except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
+        text = reprlib.repr(value)
+    if len(text) <= ECHO_LIMIT:
+        return text
+    return f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
 
 
 class StreamError(APIError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from .errors import InvalidRequest, JobError
+from .errors import InvalidRequest, JobError, echo
 from .exchange import Program, Sleep
 from .results import Job
 
@@ -47,13 +47,13 @@ def path_segment(job_id: str) -> str:
     """A job id as one path segment: percent-encoded, so that whatever a gateway or a user
     gave (``../admin``, ``a?b#c``) can change neither the path nor the query."""
     if not job_id or job_id in (".", "..") or len(job_id) > 1024:
-        raise InvalidRequest("id", f"not a job id: {job_id[:80]!r}")
+        raise InvalidRequest("id", f"not a job id: {echo(job_id)}")
     return quote(job_id, safe="-._~")
 
 
 def _kind(kind: str) -> str:
     if kind not in KINDS:
-        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {echo(kind)}")
     return kind
 
 

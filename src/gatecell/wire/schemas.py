@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, echo
 
 __all__ = [
     "RequestModel",
@@ -412,11 +412,11 @@ def explain(exc: ValidationError) -> InvalidRequest:
     got = err.get("input")
     if field in RANGES and kind in ("greater_than_equal", "less_than_equal"):
         lo, hi = RANGES[field]
-        return InvalidRequest(loc, f"must be between {lo:g} and {hi:g}, got {got!r}")
+        return InvalidRequest(loc, f"must be between {lo:g} and {hi:g}, got {echo(got)}")
     if kind == "string_pattern_mismatch" and field == "size":
-        return InvalidRequest(loc, f"must look like WIDTHxHEIGHT (e.g. 1024x1024), got {got!r}")
+        return InvalidRequest(loc, f"must look like WIDTHxHEIGHT (e.g. 1024x1024), got {echo(got)}")
     if kind == "literal_error" and loc.endswith("role"):
-        return InvalidRequest(loc, f"must be one of system, user, assistant; got {got!r}")
+        return InvalidRequest(loc, f"must be one of system, user, assistant; got {echo(got)}")
     if kind == "missing":
         return InvalidRequest(loc, "is required")
     if kind == "too_short":
@@ -425,7 +425,7 @@ def explain(exc: ValidationError) -> InvalidRequest:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     return InvalidRequest(
-        loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {got!r}")
+        loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {echo(got)}")
     )
 
 

@@ -89,10 +89,11 @@ def resolve(base_url: str | None = None, api_key: str | Secret | None = None) ->
     )
 
 
-def _config_error(message: str) -> Exception:
-    from .errors import ConfigError
+def _config_error(message: str, value: str) -> Exception:
+    """A `ConfigError` of ``message`` with ``value`` quoted (cut short) in place of ``{}``."""
+    from .errors import ConfigError, echo
 
-    return ConfigError(message)
+    return ConfigError(message.format(echo(value)))
 
 
 def env_number(value: N | None, name: str, default: N) -> N:
@@ -114,7 +115,7 @@ def env_number(value: N | None, name: str, default: N) -> N:
     except ValueError:
         number = math.nan
     if not (math.isfinite(number) and number >= 0 and (kind == "number" or number.is_integer())):
-        raise _config_error(f"{name} must be a non-negative {kind}, got {raw!r}")
+        raise _config_error(f"{name} must be a non-negative {kind}, got {{}}", raw)
     return type(default)(number)
 
 
@@ -128,4 +129,4 @@ def env_flag(value: bool | None, name: str, default: bool = False) -> bool:
         return default
     if word in _TRUE or word in _FALSE:
         return word in _TRUE
-    raise _config_error(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")
+    raise _config_error(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {{}}", raw)

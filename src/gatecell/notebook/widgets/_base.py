@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
+from gatecell.notebook.markdown import ALERT, MUTED
+
 if TYPE_CHECKING:
     from gatecell.gateway import AsyncGateway, Gateway
 
@@ -273,13 +275,13 @@ class Panel(widgets.VBox):
         self.error = text
         self.status.remove_class("gatecell-info")
         self.status.add_class("gatecell-error")
-        self.status.value = f'<span style="color:#b00020">{html.escape(text)}</span>'
+        self.status.value = f'<span style="color:{ALERT}">{html.escape(text)}</span>'
 
     def show_info(self, text: str) -> None:
         self.error = None
         self.status.remove_class("gatecell-error")
         self.status.add_class("gatecell-info")
-        self.status.value = f'<span style="color:#555">{html.escape(text)}</span>'
+        self.status.value = f'<span style="color:{MUTED}">{html.escape(text)}</span>'
 
     def fail(self, err: BaseException) -> None:
         self.show_error(error_line(err, self.gateway))
