@@ -190,6 +190,7 @@ class Answer:
             except asyncio.LimitOverrunError:
                 raise ProtocolError(f"a head over {READ} bytes") from None
             parsed = parse_head(head)
+            self.status = parsed.status
             if parsed.status >= 200:
                 break
             if parsed.status == 101:  # it was never asked to switch
@@ -373,7 +374,8 @@ class Pool:
 
     async def send(self, method: str, raw: bytes) -> Answer:
         """Send ``raw`` (see `request_bytes`) and read the head of its answer. A kept-alive
-        connection the server closed meanwhile is retried once on a new one."""
+        connection that turns out closed, not a byte of an answer on it, is retried on another;
+        a new connection that closes is an error."""
         while True:
             reused = bool(self._idle)
             conn = self._idle.pop() if reused else await self._connect()
@@ -387,7 +389,10 @@ class Pool:
                         await answer.read_head(method)
             except (ConnectionError, asyncio.IncompleteReadError) as exc:
                 answer.release()
-                if not reused or answer.status:
+                # Once anything came back (an interim answer, part of a head), the server had
+                # begun on the request: it is not sent again.
+                began = isinstance(exc, asyncio.IncompleteReadError) and exc.partial
+                if not reused or answer.status or began:
                     raise ConnectionError(
                         f"the server closed the connection ({type(exc).__name__})"
                     ) from None
