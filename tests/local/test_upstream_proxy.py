@@ -8,44 +8,20 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from neutral import UPSTREAM_KEY, Neutral
 from proxy import TLSFront
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from gatecell.local.embedded import run_in_thread
 
-UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 CHAT = {"model": "remote-chat", "messages": [{"role": "user", "content": "ping"}]}
-
-
-async def chat(request: Request) -> JSONResponse:
-    if request.headers.get("authorization") != f"Bearer {UPSTREAM_KEY}":
-        return JSONResponse({"error": {"message": "bad upstream key"}}, status_code=401)
-    body = await request.json()
-    message = {"role": "assistant", "content": f"remote says {body['messages'][-1]['content']}"}
-    return JSONResponse(
-        {
-            "id": "r1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        }
-    )
-
-
-async def models(request: Request) -> JSONResponse:
-    return JSONResponse({"object": "list", "data": [{"id": "remote-chat", "object": "model"}]})
 
 
 @pytest.fixture(scope="module")
 def upstream():
     """A plain http:// upstream gateway on loopback: one remote chat model."""
-    url, stop = run_in_thread(
-        Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)])
-    )
+    neutral = Neutral()
+    neutral.gate.set()
+    url, stop = run_in_thread(neutral.app)
     yield url
     stop()
 

@@ -51,13 +51,16 @@ class Loopback:
         return head
 
 
-def answering(*answers: bytes, close: bool = False):
+def answering(*answers: bytes, close: bool = False, delay: float = 0.0):
     """A handler that answers each request of a connection with the next of ``answers`` (the
-    last one again when they run out); with ``close``, closes after the first."""
+    last one again when they run out), ``delay`` seconds after it came (so that requests
+    overlap); with ``close``, closes after the first."""
 
     async def handler(server: Loopback, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         n = 0
         while await server.request(reader) is not None:
+            if delay:
+                await asyncio.sleep(delay)
             writer.write(answers[min(n, len(answers) - 1)])
             await writer.drain()
             n += 1

@@ -200,17 +200,12 @@ def test_no_retry_once_part_of_an_answer_came(cut: bytes):
 
 
 def test_64_concurrent_requests_then_64_more_reuse_every_connection():
-    async def slow(server: Loopback, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await server.request(reader) is not None:
-            await asyncio.sleep(0.01)
-            writer.write(OK)
-
     async def test(server: Loopback, pool: Pool) -> None:
         for _ in range(2):
             results = await asyncio.gather(*(whole(pool) for _ in range(64)))
             assert [body for _, body in results] == [b"ok"] * 64
 
-    server = run(slow, test, idle=64)
+    server = run(answering(OK, delay=0.01), test, idle=64)
     assert server.connections == 64 and len(server.requests) == 128
 
 

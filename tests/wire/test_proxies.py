@@ -293,22 +293,17 @@ def test_the_origin_certificate_is_checked_inside_the_tunnel(squid, test_ca, mon
 def test_64_concurrent_requests_through_the_proxy_reuse_its_connections(squid, tls, scheme):
     mark = len(squid.log())
 
-    async def slow(server: Loopback, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await server.request(reader) is not None:
-            await asyncio.sleep(0.01)
-            writer.write(OK)
-
     async def test(server: Loopback, pool: Pool) -> None:
         for _ in range(2):
             bodies = await asyncio.gather(*(_get(pool) for _ in range(64)))
             assert bodies == [[b"ok"]] * 64
 
     if scheme == "http":
-        server = _through(slow, test, proxy=squid.url, idle=64)
+        server = _through(answering(OK, delay=0.01), test, proxy=squid.url, idle=64)
         entries = squid.wait_for(128, since=mark)
         assert len(entries) == 128 and {e.method for e in entries} == {"POST"}
     else:
-        server, front = _through_tls(tls, slow, test, proxy=squid.url, idle=64)
+        server, front = _through_tls(tls, answering(OK, delay=0.01), test, proxy=squid.url, idle=64)
         entries = squid.wait_for(64, since=mark)
         assert len(entries) == 64 and {e.method for e in entries} == {"CONNECT"}
         assert front.connections == 64
