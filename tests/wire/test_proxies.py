@@ -165,7 +165,12 @@ def test_credentials_are_masked_and_sent_as_basic():
 
 @pytest.mark.parametrize(
     "bad",
-    ["ftp://user:hunter2@proxy.corp", "http://user:hunter2@proxy.corp:99999", "http://user:hunter2@:3128"],
+    [
+        "ftp://user:hunter2@proxy.corp",
+        "http://user:hunter2@proxy.corp:99999",
+        "http://user:hunter2@:3128",
+        "http://user:hunter2/x@y@proxy.corp:3128",  # a password that should have been escaped
+    ],
 )
 def test_a_bad_proxy_is_one_line_without_its_password(environ, bad):
     with pytest.raises(ConfigError) as caught:

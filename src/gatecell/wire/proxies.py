@@ -47,7 +47,7 @@ __all__ = ["Proxy", "Proxies", "proxy_for", "is_loopback", "ENV_PROXY"]
 
 ENV_PROXY = "GATECELL_PROXY"
 _SCHEMES = ("http", "https", "socks5", "socks5h")  # httpx's; the lean pool speaks http:// only
-_USERINFO = re.compile(r"(?<=//)[^/?#@]*@")
+_USERINFO = re.compile(r"(?<=//).*@")  # to the last @: a password may hold / or @ unescaped
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -58,7 +58,12 @@ def _masked(url: str) -> str:
 
 
 class Proxy:
-    """A proxy server, from its URL (``http://[user:password@]host[:port]``; no scheme: http).
+    """A proxy server.
+
+    **Parameters:**
+
+    * **url** - ``scheme://[user:password@]host[:port]``, percent-encoded as in any URL; no
+      scheme means ``http://``, no port the scheme's (80, 443; 1080 for socks5).
 
     Shows as ``http://user:****@host:3128``: the password never appears in a repr, a str or
     an error. ``authorization`` is the ``Proxy-Authorization`` header value (Basic, the
