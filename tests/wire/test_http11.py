@@ -304,6 +304,21 @@ def test_lenient_where_the_grammar_allows():
     assert parse_head(b"HTTP/1.1 404\r\n\r\n").status == 404  # no reason at all
 
 
+@pytest.mark.timeout(60)  # linear: well under a second; a backtracking pattern: many minutes
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nX:" + b" " * (1 << 20) + b"\x01\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX: a" + b" \t" * (1 << 19) + b"\x01\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X-A: b c\r\n" * (1 << 16) + b"X-A: b \x00\r\n\r\n",
+    ],
+    ids=["spaces", "spaced-words", "many-fields"],
+)
+def test_a_hostile_head_costs_linear_time(head: bytes):
+    with pytest.raises(ProtocolError):
+        parse_head(head)
+
+
 # -- limits -------------------------------------------------------------------------------
 
 

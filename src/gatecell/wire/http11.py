@@ -72,14 +72,15 @@ class ProxyError(ConnectionError):
 BROKEN = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 # RFC 9112's grammar of an answer's head, whole: a head that does not match it is refused,
-# never read in part. Header values are kept without their surrounding whitespace.
+# never read in part. Header values are kept without their surrounding whitespace. No two
+# quantifiers of the patterns can take the same spaces, so a hostile head costs linear time.
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_VALUE = rb"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?"
-_FIELD = _TOKEN + rb":[ \t]*" + _VALUE + rb"[ \t]*\r\n"
+_VALUE = rb"[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*"  # not empty
+_FIELD = _TOKEN + rb":[ \t]*(?:" + _VALUE + rb"[ \t]*)?\r\n"
 _HEAD = re.compile(
     rb"HTTP/1\.[01] [1-5][0-9][0-9](?: [\t \x21-\x7e\x80-\xff]*)?\r\n(?:" + _FIELD + rb")*\r\n"
 )
-_FIELDS = re.compile(rb"\r\n(" + _TOKEN + rb"):[ \t]*(" + _VALUE + rb")[ \t]*(?=\r\n)")
+_FIELDS = re.compile(rb"\r\n(" + _TOKEN + rb"):[ \t]*(" + _VALUE + rb")?")  # on a head _HEAD matched
 _TRAILER = re.compile(_FIELD)
 # A chunk's size (16 hex digits at most: 2**64 - 1) and extensions, which are ignored.
 _CHUNK = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[\t \x21-\x7e\x80-\xff]*)?\r\n")
