@@ -35,13 +35,14 @@ $(LITELLM_STAMP): tests/thirdparty/litellm-requirements.txt
 	touch $@
 
 # Debian's packages the tests drive: Chromium for the widget tests (Playwright never downloads
-# a browser here) and squid, the real proxy of tests/proxy.py, which starts one of its own per
-# test session on a free loopback port. One `apt-get update`, only when one is missing; the
-# squid service a fresh install may start is stopped and disabled (the tests never use it).
+# a browser here); squid, the real proxy of tests/proxy.py, which starts its own on a free
+# loopback port; openssl, which writes its htpasswd. One `apt-get update`, only when one is
+# missing; the squid service a fresh install may start is stopped and disabled (unused).
 debian:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	[ -x /usr/sbin/squid ] || missing="$$missing squid"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
 	if [ -n "$$missing" ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		case "$$missing" in *squid*) { systemctl disable --now squid || service squid stop; } >/dev/null 2>&1 || true;; esac; \
