@@ -1,5 +1,6 @@
 """Proxies: the environment read as httpx reads it (`gatecell.wire.proxies`), and the lean
-pool through a real proxy, Debian's squid, counted in its access log (tests/proxy.py)."""
+pool and httpx (`gatecell.wire.httpx_proxies`) through a real proxy, Debian's squid, counted
+in its access log (tests/proxy.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from proxy import TLSFront, free_port
 
 from gatecell.wire.errors import ConfigError
 from gatecell.wire.http11 import Pool, ProxyError
+from gatecell.wire.httpx_proxies import ProxiedTransport
 from gatecell.wire.proxies import ENV_PROXY, Proxies, Proxy, is_loopback, proxy_for
 
 P = "http://proxy.corp:3128"
@@ -402,3 +404,48 @@ def test_an_unreachable_proxy_is_one_line_naming_it(scheme, caplog):
     text = _one_line(error, "hunter2")
     assert text.startswith(f"proxy http://bob:****@127.0.0.1:{dead} unreachable: ")
     assert "hunter2" not in caplog.text
+
+
+# -- httpx through the same settings ---------------------------------------------------------
+
+
+def _httpx_server():
+    """A loopback server in a thread of its own (httpx's sync client blocks the caller)."""
+    from gatecell.local.embedded import run_in_thread
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    return run_in_thread(app)
+
+
+def test_httpx_goes_where_the_settings_say(squid, test_ca, monkeypatch):
+    url, stop = _httpx_server()
+    port = int(url.rsplit(":", 1)[1])
+    monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca))
+    front = TLSFront(test_ca, ("127.0.0.1", port))
+    mark = len(squid.log())
+    try:
+        env = {"HTTP_PROXY": squid.url, "HTTPS_PROXY": squid.url, "NO_PROXY": "10.0.0.0/8"}
+        transport = ProxiedTransport(Proxies(env=env), lambda proxy: httpx.HTTPTransport(proxy=proxy))
+        with httpx.Client(transport=transport) as client:
+            assert [client.get(f"{url}/a").text, client.get(f"{front.url}/b").text] == ["ok", "ok"]
+        entries = squid.wait_for(2, since=mark)
+        assert sorted((e.method, e.url) for e in entries) == [
+            ("CONNECT", f"127.0.0.1:{front.port}"),
+            ("GET", f"{url}/a"),
+        ]
+        mark = len(squid.log())
+        exempt = Proxies(env={**env, "NO_PROXY": "127.0.0.0/8"})  # a range httpx's own rules miss
+
+        async def main() -> str:
+            transport = ProxiedTransport(exempt, lambda proxy: httpx.AsyncHTTPTransport(proxy=proxy))
+            async with httpx.AsyncClient(transport=transport) as client:
+                return (await client.get(f"{front.url}/c")).text
+
+        assert asyncio.run(main()) == "ok"
+        assert squid.wait_for(1, since=mark, timeout=1) == []
+    finally:
+        front.stop()
+        stop()
