@@ -449,3 +449,22 @@ def test_httpx_goes_where_the_settings_say(squid, test_ca, monkeypatch):
     finally:
         front.stop()
         stop()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_httpx_refusals_name_the_proxy_in_one_line(squid_auth, scheme):
+    port = free_port()
+    proxy = f"http://alice:hunter2@127.0.0.1:{squid_auth.port}"
+    transport = ProxiedTransport(Proxies(proxy), lambda p: httpx.HTTPTransport(proxy=p))
+    with httpx.Client(transport=transport) as client, pytest.raises(httpx.ProxyError) as caught:
+        client.get(f"{scheme}://127.0.0.1:{port}/v1/models")
+    what = "the request" if scheme == "http" else f"CONNECT 127.0.0.1:{port}"
+    named = f"proxy http://alice:****@127.0.0.1:{squid_auth.port}"
+    assert _one_line(caught.value, "hunter2") == f"{named} refused {what}: 407 Proxy Authentication Required"
+    dead = free_port()
+    transport = ProxiedTransport(
+        Proxies(f"http://bob:hunter2@127.0.0.1:{dead}"), lambda p: httpx.HTTPTransport(proxy=p)
+    )
+    with httpx.Client(transport=transport) as client, pytest.raises(httpx.ConnectError) as failed:
+        client.get(f"{scheme}://127.0.0.1:{port}/v1/models")
+    assert _one_line(failed.value, "hunter2").endswith(f"(through proxy http://bob:****@127.0.0.1:{dead})")

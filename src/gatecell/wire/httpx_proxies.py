@@ -7,6 +7,11 @@ proxy `Proxies.for_url` names for its URL (made on first use by a factory the cl
 so that its other options, TLS and pool limits, stay the client's), or to the direct one.
 The rules are gatecell's, not httpx's mounts, so that httpx and the lean HTTP/1.1 pool
 (the batch, the forwarder) route every URL alike.
+
+Failures say which proxy they went through, as the lean pool's do (its password masked):
+a refused tunnel or a 407 is an ``httpx.ProxyError`` naming the proxy; a connection that
+failed through a proxy keeps its type, its message followed by the proxy's name (it may be
+the proxy's fault or, inside a tunnel, the gateway's certificate).
 """
 
 from __future__ import annotations
@@ -37,29 +42,43 @@ class ProxiedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._proxies = proxies
         self._make = make
         self._transports: dict[Proxy | None, Transport] = {}
-        self._routes: dict[tuple[bytes, bytes, int | None], Transport] = {}  # by origin
+        self._routes: dict[tuple[bytes, bytes, int | None], tuple[Transport, Proxy | None]] = {}  # by origin
 
-    def _transport(self, url: httpx.URL) -> Transport:
+    def _route(self, url: httpx.URL) -> tuple[Transport, Proxy | None]:
         origin = (url.raw_scheme, url.raw_host, url.port)
-        transport = self._routes.get(origin)
-        if transport is None:
+        route = self._routes.get(origin)
+        if route is None:
             proxy = self._proxies.for_url(str(url))
             transport = self._transports.get(proxy)
             if transport is None:
                 transport = self._make(None if proxy is None else httpx.Proxy(proxy.reveal()))
                 self._transports[proxy] = transport
-            self._routes[origin] = transport
-        return transport
+            route = self._routes[origin] = (transport, proxy)
+        return route
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        transport = self._transport(request.url)
+        transport, proxy = self._route(request.url)
         assert isinstance(transport, httpx.BaseTransport), "an async transport in a sync client"
-        return transport.handle_request(request)
+        try:
+            response = transport.handle_request(request)
+        except (httpx.ProxyError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise _named(exc, proxy, request) from None
+        if proxy is not None and response.status_code == 407:
+            response.close()
+            raise _refused(proxy, request)
+        return response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        transport = self._transport(request.url)
+        transport, proxy = self._route(request.url)
         assert isinstance(transport, httpx.AsyncBaseTransport), "a sync transport in an async client"
-        return await transport.handle_async_request(request)
+        try:
+            response = await transport.handle_async_request(request)
+        except (httpx.ProxyError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise _named(exc, proxy, request) from None
+        if proxy is not None and response.status_code == 407:
+            await response.aclose()
+            raise _refused(proxy, request)
+        return response
 
     def close(self) -> None:
         for transport in self._transports.values():
@@ -70,3 +89,19 @@ class ProxiedTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         for transport in self._transports.values():
             if isinstance(transport, httpx.AsyncBaseTransport):
                 await transport.aclose()
+
+
+def _named(exc: httpx.TransportError, proxy: Proxy | None, request: httpx.Request) -> httpx.TransportError:
+    if proxy is None:
+        return exc
+    if isinstance(exc, httpx.ProxyError):  # httpx's words for a refused CONNECT: "407 Proxy ..."
+        return httpx.ProxyError(
+            f"proxy {proxy} refused CONNECT {request.url.netloc.decode()}: {exc}", request=request
+        )
+    return type(exc)(f"{exc} (through proxy {proxy})", request=request)
+
+
+def _refused(proxy: Proxy, request: httpx.Request) -> httpx.ProxyError:
+    return httpx.ProxyError(
+        f"proxy {proxy} refused the request: 407 Proxy Authentication Required", request=request
+    )
