@@ -142,3 +142,31 @@ def make_gateway():
     yield make
     for stop in stops:
         stop()
+
+
+@pytest.fixture(scope="module")
+def squid():
+    """Debian's squid on a free loopback port, for one test module (see tests/proxy.py)."""
+    from proxy import Squid
+
+    proxy = Squid()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def squid_auth():
+    """A squid that demands basic credentials: ``alice`` and ``squid_auth.users["alice"]``."""
+    from proxy import Squid
+
+    proxy = Squid(users={"alice": "s3cret:pa@ss w"})
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory):
+    """A CA of the tests' own and a leaf for 127.0.0.1 it signed (see tests/proxy.py)."""
+    from proxy import make_ca
+
+    return make_ca(tmp_path_factory.mktemp("ca"))
