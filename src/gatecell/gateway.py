@@ -22,7 +22,9 @@ from gatecell.wire.calls import Options
 from gatecell.wire.drivers import AsyncSend, SyncSend, arun, async_httpx_sender, httpx_sender, run
 from gatecell.wire.endpoints import Endpoints
 from gatecell.wire.exchange import Program
+from gatecell.wire.httpx_proxies import ProxiedTransport
 from gatecell.wire.jobs import JobPaths
+from gatecell.wire.proxies import Proxies, Proxy
 from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
 from gatecell.wire.routing import PatternLike
 from gatecell.wire.schemas import ChatCompletion
@@ -60,10 +62,14 @@ class _Client:
     `gatecell.wire.calls.Options`);
     ``reasoning_patterns``: model names that go to /v1/responses (see
     `gatecell.wire.routing`); ``log``, ``cache``, ``log_media``: the store's switches for
-    this client (each can be changed later as an attribute); ``http_client``: an
-    ``httpx.Client`` (``httpx.AsyncClient`` for `AsyncGateway`) of your own, for proxies,
-    certificates or transports gatecell does not set up: gatecell's redirect rules, caps
-    and timeouts still apply to every request, and it is yours to close.
+    this client (each can be changed later as an attribute); ``proxy``: a proxy for every
+    request (``http://user:pass@host:3128``), else ``GATECELL_PROXY``, else the environment's
+    ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` unless ``trust_env`` is
+    False (see `gatecell.wire.proxies`; the local gateway is always reached directly);
+    ``http_client``: an ``httpx.Client`` (``httpx.AsyncClient`` for `AsyncGateway`) of your
+    own, for certificates or transports gatecell does not set up: it is used as it is (its
+    proxies are its own), gatecell's redirect rules, caps and timeouts still apply to every
+    request, and it is yours to close.
     """
 
     api_key: Secret | None
@@ -90,6 +96,8 @@ class _Client:
         log: bool | None = None,
         cache: bool | None = None,
         log_media: bool | None = None,
+        proxy: str | Proxy | None = None,
+        trust_env: bool = True,
         http_client: Any = None,
     ) -> None:
         settings = resolve(base_url, api_key)
@@ -124,15 +132,20 @@ class _Client:
             reasoning_patterns=list(reasoning_patterns) if reasoning_patterns is not None else None,
             hooks=self.journal,
         )
+        self.proxies = Proxies(proxy, trust_env=trust_env)  # a malformed proxy fails here
+        local = True  # with nothing configured, the local gateway
         if settings.base_url:
-            self._target(settings.base_url, connect.is_local(settings.base_url))
+            local = connect.is_local(settings.base_url)
+            self._target(settings.base_url, local)
+        self._routes = None if local else self.proxies  # the local gateway: always direct
         self._owns_http = http_client is None
         self._http = http_client or self._new_http(
-            httpx.Timeout(options.timeout, connect=options.connect_timeout)
+            httpx.Timeout(options.timeout, connect=options.connect_timeout), self._routes
         )
         self._send = self._sender(self._http)
 
-    def _new_http(self, timeout: httpx.Timeout) -> Any:
+    def _new_http(self, timeout: httpx.Timeout, proxies: Proxies | None) -> Any:
+        """gatecell's own httpx client: through the proxies their rules name, or (None) direct."""
         raise NotImplementedError
 
     def _sender(self, http: Any) -> Any:
@@ -156,7 +169,7 @@ class _Client:
         loop that opened them). Its pool is gatecell's own, even if this one's was yours."""
         twin = copy.copy(self)
         twin._owns_http = True
-        twin._http = self._new_http(self._http.timeout)
+        twin._http = self._new_http(self._http.timeout, self._routes)
         twin._send = twin._sender(twin._http)
         return twin
 
@@ -176,8 +189,13 @@ class Gateway(
     _text_stream = TextStream
     _http: httpx.Client
 
-    def _new_http(self, timeout: httpx.Timeout) -> httpx.Client:
-        return httpx.Client(timeout=timeout)
+    def _new_http(self, timeout: httpx.Timeout, proxies: Proxies | None) -> httpx.Client:
+        if proxies is None:
+            return httpx.Client(timeout=timeout, trust_env=False)
+        return httpx.Client(
+            timeout=timeout,
+            transport=ProxiedTransport(proxies, lambda proxy: httpx.HTTPTransport(proxy=proxy)),
+        )
 
     def _sender(self, http: httpx.Client) -> SyncSend:
         return httpx_sender(http)
@@ -200,7 +218,7 @@ class Gateway(
         from gatecell.batch import run as run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        return run_map(self, self.journal.gateway, template, data, progress=progress, **options)
+        return run_map(self, self.journal.gateway, self._routes, template, data, progress=progress, **options)
 
     def close(self) -> None:
         if self._owns_http:
@@ -227,8 +245,13 @@ class AsyncGateway(
     _text_stream = AsyncTextStream
     _http: httpx.AsyncClient
 
-    def _new_http(self, timeout: httpx.Timeout) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=timeout)
+    def _new_http(self, timeout: httpx.Timeout, proxies: Proxies | None) -> httpx.AsyncClient:
+        if proxies is None:
+            return httpx.AsyncClient(timeout=timeout, trust_env=False)
+        return httpx.AsyncClient(
+            timeout=timeout,
+            transport=ProxiedTransport(proxies, lambda proxy: httpx.AsyncHTTPTransport(proxy=proxy)),
+        )
 
     def _sender(self, http: httpx.AsyncClient) -> AsyncSend:
         return async_httpx_sender(http)
@@ -243,7 +266,9 @@ class AsyncGateway(
         from gatecell.batch import arun as arun_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        return await arun_map(self, self.journal.gateway, template, data, progress=progress, **options)
+        return await arun_map(
+            self, self.journal.gateway, self._routes, template, data, progress=progress, **options
+        )
 
     async def aclose(self) -> None:
         if self._owns_http:

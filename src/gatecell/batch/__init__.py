@@ -18,6 +18,7 @@ from .result import Batch, BatchError, Row
 
 if TYPE_CHECKING:
     from gatecell.wire.endpoints import Endpoints
+    from gatecell.wire.proxies import Proxies
 
 __all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
 
@@ -25,6 +26,7 @@ __all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
 def _engine(
     client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
     gateway: str,
+    proxies: Proxies | None,
     template: str,
     data: Any,
     options: dict[str, Any],
@@ -34,12 +36,13 @@ def _engine(
     from .engine import Engine
     from .options import resolve
 
-    return Engine(client, gateway, template, data, resolve(options), store=default_store())
+    return Engine(client, gateway, template, data, resolve(options), store=default_store(), proxies=proxies)
 
 
 def run(
     client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
     gateway: str,
+    proxies: Proxies | None,
     template: str,
     data: Any,
     *,
@@ -47,12 +50,12 @@ def run(
     **options: Any,
 ) -> Batch:
     """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client``, logged as
-    sent to ``gateway`` (the log's name for it). The engine runs on a loop of its own in a
-    worker thread; this thread shows the progress and takes Ctrl-C, which stops the engine
-    and returns the partial `Batch`."""
+    sent to ``gateway`` (the log's name for it), through ``proxies`` (None: direct). The
+    engine runs on a loop of its own in a worker thread; this thread shows the progress and
+    takes Ctrl-C, which stops the engine and returns the partial `Batch`."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -86,6 +89,7 @@ def run(
 async def arun(
     client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
     gateway: str,
+    proxies: Proxies | None,
     template: str,
     data: Any,
     *,
@@ -95,7 +99,7 @@ async def arun(
     """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options)
     bar = Progress(engine, progress)
 
     async def show() -> None:

@@ -44,7 +44,8 @@ from gatecell.wire.endpoints import Endpoints
 from gatecell.wire.errors import GatecellError
 from gatecell.wire.exchange import Program
 from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
-from gatecell.wire.http11 import BROKEN, Pool, with_body
+from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
+from gatecell.wire.proxies import Proxies
 from gatecell.wire.schemas import usage_of
 
 from .options import Options
@@ -80,6 +81,7 @@ class Engine:
         data: Any,
         options: Options,
         store: Any = None,
+        proxies: Proxies | None = None,
     ) -> None:
         self.concurrency = options.concurrency
         self.template = Template(template)
@@ -93,6 +95,7 @@ class Engine:
         # The log's name for the gateway, as the client's journal gives it (the local gateway is
         # ``local`` whatever its port), so rows and interactive calls share one cache.
         self.gateway = gateway
+        self.proxies = proxies  # None: every request goes direct
         self._system = [{"role": "system", "content": options.system}] if options.system else []
         self._max_tokens = options.max_tokens
         self._sampling: dict[str, Any] = {
@@ -367,6 +370,7 @@ class Engine:
                 connect_timeout=self._connect_timeout,
                 answer_timeout=None,
                 idle=self.concurrency,
+                proxy=self.proxies.for_url(url) if self.proxies is not None else None,
             )
         return pool
 
@@ -463,6 +467,8 @@ class _RowSender:
             ) from None
         except OverflowError:
             raise BodyTooLarge(request.max_bytes) from None
+        except ProxyError as exc:  # it names the proxy, its password masked
+            raise TransportError(f"ProxyError: {exc}", kind="ProxyError") from None
         except ConnectionRefusedError as exc:
             raise TransportError(f"ConnectError: {exc}", kind="ConnectError") from None
         except BROKEN as exc:
