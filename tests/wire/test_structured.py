@@ -600,6 +600,7 @@ def _cpu(fn, arg) -> float:
 ADVERSARIAL = {
     "openers": lambda n: "[" * n,
     "mismatched pairs": lambda n: "[}" * (n // 2),
+    "openers closed by the wrong bracket": lambda n: "[" * n + "}",
     "an opener, then braces far away": lambda n: "[" + "x" * n + "{",
     "many small arrays": lambda n: "[1] " * (n // 4),
     "fences never closed": lambda n: "```\n" * (n // 4),

@@ -263,23 +263,30 @@ def _rating(groups: tuple[str | None, ...]) -> tuple[float, float | None]:
     return number, float(scale) if scale else None
 
 
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether `at` begins a sentence: the text before it, spaces aside, is empty or ends one.
+    (Only the spaces just before are looked at, so that the walk over a text stays linear.)"""
+    at -= 1
+    while at >= 0 and text[at] in " \t":
+        at -= 1
+    return at < 0 or text[at] in ".!?:\n"
+
+
 def _names(text: str) -> list[str]:
     """Runs of capitalised words, without the leading words that are not names (stop
     words, verbs of instructions, months and days); one word opening a sentence is not a
     name either (it is capitalised for the sentence)."""
-    names: list[str] = []
+    names: dict[str, None] = {}  # in order, each once
     for match in _CAPITALISED.finditer(text):
         words = match.group().split()
-        opens = match.start() == 0 or text[: match.start()].rstrip()[-1:] in (".", "!", "?", ":", "\n", "")
-        while words and words[0].lower().strip("'’") in _NOT_NAMES:
-            words.pop(0)
-            opens = False
-        if not words or (opens and len(words) == 1):
+        first = 0
+        while first < len(words) and words[first].lower().strip("'’") in _NOT_NAMES:
+            first += 1
+        opens = first == 0 and _opens_sentence(text, match.start())
+        if first == len(words) or (opens and len(words) == 1):
             continue
-        name = " ".join(words).rstrip("'’-")
-        if name not in names:
-            names.append(name)
-    return names
+        names[" ".join(words[first:]).rstrip("'’-")] = None
+    return list(names)
 
 
 # -- the value -------------------------------------------------------------------------
@@ -401,8 +408,9 @@ class _Filler:
         if kind == "object":
             keys = {w for key in (items.get("properties") or {}) for w in _field_words(str(key))}
             names = text.names if keys & _NAME_LIKE else []
-            contexts = [text.around(n) for n in names] or [_Text(s) for s in text.sentences]
-            parts = [self.value(items, c, field, depth + 1) for c in contexts[: max(high, low)]]
+            count = max(high, low)
+            contexts = [text.around(n) for n in names[:count]] or [_Text(s) for s in text.sentences[:count]]
+            parts = [self.value(items, c, field, depth + 1) for c in contexts]
         elif kind == "string" and "enum" not in items and "format" not in items:
             parts = list(text.names) if words & _NAME_LIKE else chatbot.keywords(text.content, 5)
         elif kind in ("integer", "number"):
