@@ -9,29 +9,17 @@ import json
 from typing import Literal
 
 import anthropic
-import openai
 import pytest
 import typing_extensions
 from google import genai
 from google.genai import types
 from pydantic import BaseModel
+from typed_models import Person, Review
 
 from gatecell.local.backends import chatbot, typed
 from gatecell.wire.client import Gateway
 from gatecell.wire.errors import BadRequestError
 from gatecell.wire.structured import Schema, instruction, parse, parse_reply, request_fields
-
-
-class Review(BaseModel):
-    sentiment: Literal["positive", "negative", "neutral"]
-    product: str
-    stars: int
-
-
-class Person(BaseModel):
-    name: str
-    born: int | None = None
-    email: str | None = None
 
 
 class Mood(enum.Enum):
@@ -111,14 +99,6 @@ SCHEMAS = {
 def gw(local_gateway):
     with Gateway(local_gateway.base_url, local_gateway.api_key) as gw:
         yield gw
-
-
-@pytest.fixture
-def client(local_gateway):
-    with openai.OpenAI(
-        base_url=f"{local_gateway.base_url}/v1", api_key=local_gateway.api_key.reveal(), max_retries=0
-    ) as c:
-        yield c
 
 
 def _user(text: str) -> list[dict]:

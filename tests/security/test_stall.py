@@ -1,8 +1,9 @@
-"""Issue 9, item 4: no request can stall the local gateway.
+"""Issue 9, item 4: no request can stall the local gateway (nor an answer the client).
 
-Two halves. The stand-in chat model's work is linear in its input, whatever the input: each
-adversarial family below (inputs that made a regex backtrack, or a loop rescan what it had
-seen) is run at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
+Two halves. The stand-in chat model's work (its typed answers too, and the client's search
+for the JSON in an answer) is linear in its input, whatever the input: each adversarial
+family below (inputs that made a regex backtrack, or a loop rescan what it had seen) is run
+at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
 work there is runs off the event loop: ``/health`` answers while a chat reply is provably
 still being composed.
 """
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from gatecell.local.backends import chatbot, prompt_flags, typed
-from gatecell.wire.structured import Schema, instruction
+from gatecell.wire.structured import Schema, instruction, parse
 
 FAMILIES = {
     "dots": lambda n: "." * n,
@@ -110,6 +111,25 @@ def test_a_reply_by_instruction_costs_linear_time():
     words = instruction(Schema.of(TYPED_SCHEMA))
     growth = _growth(lambda q: typed.answer([("user", q)]), lambda n: "Aa " * (n // 3) + "\n\n" + words)
     assert growth < 24
+
+
+# Answers against `structured.parse`'s search for the JSON in a reply (client side).
+ANSWERS = {
+    "openers": lambda n: "[" * n,
+    "mismatched pairs": lambda n: "[}" * (n // 2),
+    "openers closed by the wrong bracket": lambda n: "[" * n + "}",
+    "an opener, then braces far away": lambda n: "[" + "x" * n + "{",
+    "many small arrays": lambda n: "[1] " * (n // 4),
+    "fences never closed": lambda n: "```\n" * (n // 4),
+    "a string never closed": lambda n: '{"a": "' + "x" * n,
+}
+
+
+@pytest.mark.parametrize("family", ANSWERS)
+def test_parsing_an_answer_costs_linear_time(family):
+    schema = Schema.of({"type": "object", "properties": {"stars": {"type": "integer"}}})
+    growth = _growth(lambda answer: parse(answer, schema), ANSWERS[family])
+    assert growth < 24, f"{family}: 8x the answer cost {growth:.0f}x the CPU"
 
 
 def test_history_and_system_prompts_cost_linear_time():
