@@ -243,6 +243,13 @@ def test_responses_text_format(gw):
     assert "JSON" in reply.reasoning
 
 
+def test_chat_on_a_reasoning_model_asks_responses_in_its_form(local_gateway):
+    schema = Schema.of(Review)
+    with Gateway(local_gateway.base_url, local_gateway.api_key) as fresh:  # learns from the refusal
+        reply = fresh.chat("local-reasoner", _user(BAD), extra_body=request_fields("chat", schema))
+    assert parse(reply.text, schema) == (Review(sentiment="negative", product="Zephyr Kettle", stars=1), None)
+
+
 def test_generate_content_response_schema(gw):
     schema = Schema.of(list[Person])
     reply = gw.generate_content("local-chat", PEOPLE, extra_body=request_fields("generate-content", schema))

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from typed_models import Person, Review
 
 from gatecell.wire import schemas
+from gatecell.wire.conversation import to_responses
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.structured import (
     CHOICES_MARKER,
@@ -465,6 +466,18 @@ def test_names_fit_what_the_apis_allow():
 )
 def test_the_native_fields_are_known_to_the_request_models(api, model):
     assert set(request_fields(api, Schema.of(Review))) <= model.passthrough
+
+
+@pytest.mark.parametrize("spec", [Review, list[Person], ["yes", "no"]])
+def test_a_chat_request_sent_to_responses_asks_there_in_its_own_form(spec):
+    schema = Schema.of(spec)
+    chat = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], **request_fields("chat", schema)}
+    body = to_responses(chat)
+    assert "response_format" not in body
+    assert body["text"] == request_fields("responses", schema)["text"]
+    json_mode = to_responses({**chat, "response_format": {"type": "json_object"}})
+    assert json_mode["text"] == {"format": {"type": "json_object"}}
+    assert "text" not in to_responses({**chat, "response_format": {"type": "text"}})
 
 
 def test_an_unknown_api_is_refused():
