@@ -16,11 +16,12 @@ from typed_models import Person, Review
 
 from gatecell.wire import schemas
 from gatecell.wire.conversation import to_responses
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.errors import APIError, InvalidRequest
 from gatecell.wire.structured import (
     CHOICES_MARKER,
     JSON_MARKER,
     Schema,
+    Support,
     instructed,
     instruction,
     merged,
@@ -491,6 +492,56 @@ def test_merged_keeps_the_sampling_options_of_generate_content():
     assert out["generationConfig"]["temperature"] == 0.2
     assert out["generationConfig"]["responseMimeType"] == "application/json"
     assert arguments == {"model": "m", "generationConfig": {"temperature": 0.2}}
+
+
+# -- native or instruction ---------------------------------------------------------------
+
+MODEL_INFO = {
+    "data": [
+        {"model_name": "gpt-4o", "model_info": {"supports_response_schema": True, "mode": "chat"}},
+        {"model_name": "old-model", "model_info": {"supports_response_schema": False}},
+        {"model_name": "split", "model_info": {"supports_response_schema": True}},
+        {"model_name": "split", "model_info": {"supports_response_schema": False}},
+        {"model_name": "unsaid", "model_info": {"mode": "chat"}},
+        {"model_name": "odd", "model_info": {"supports_response_schema": "yes"}},
+        "not an entry",
+    ]
+}
+
+
+def test_auto_asks_natively_the_models_the_metadata_names():
+    support = Support()
+    assert not support.native("gpt-4o")  # nothing learnt yet
+    support.learn(MODEL_INFO)
+    assert support.native("gpt-4o")
+    assert not any(support.native(m) for m in ("old-model", "split", "unsaid", "odd", "other"))
+    support.learn({"error": "not found"})  # a gateway without /model/info: nothing changes
+    assert support.native("gpt-4o")
+
+
+def test_the_modes_and_a_remembered_refusal():
+    native, instruction_only = Support("native"), Support("instruction")
+    instruction_only.learn(MODEL_INFO)
+    assert native.native("anything") and not instruction_only.native("gpt-4o")
+    native.refused("anything")
+    assert not native.native("anything") and native.native("other")
+    with pytest.raises(InvalidRequest, match="structured: must be one of auto, native, instruction"):
+        Support("json")
+
+
+REFUSALS = [
+    ("Invalid parameter: 'response_format' of type 'json_schema' is not supported", 400, True),
+    ('Invalid JSON payload received. Unknown name "responseSchema"', 400, True),
+    ("Unrecognized request argument supplied: response_format", 422, True),
+    ("tools: this model does not support tools", 400, True),
+    ("max_tokens must be at least 1", 400, False),
+    ("response_format upstream timed out", 503, False),
+]
+
+
+@pytest.mark.parametrize("message, status, refusal", REFUSALS)
+def test_a_refusal_names_the_native_field(message, status, refusal):
+    assert Support.is_refusal(APIError(message, status=status)) is refusal
 
 
 # -- the instruction ---------------------------------------------------------------------

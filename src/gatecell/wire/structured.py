@@ -13,6 +13,8 @@ share one reading of it:
   object at its root, as OpenAI's strict mode and Anthropic's tools require: a list travels
   as ``{"items": [...]}``, choices as ``{"label": ...}``, another value as
   ``{"value": ...}``, and `parse` takes the value out again.
+- `Support` decides which of the two a model gets: the client's say (``structured=``), the
+  gateway's metadata (LiteLLM ``/model/info``), and refusals remembered per model.
 - `instruction` asks the same in words, for a gateway that takes no such field. It begins
   with fixed sentences (`JSON_MARKER`, `CHOICES_MARKER`) that the local gateway's stand-in
   recognises through `instructed`, so the two cannot drift apart.
@@ -40,10 +42,12 @@ import typing_extensions
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
-from .errors import InvalidRequest
+from .errors import APIError, InvalidRequest
 
 __all__ = [
     "Schema",
+    "Support",
+    "MODES",
     "Instruction",
     "JSON_MARKER",
     "CHOICES_MARKER",
@@ -629,6 +633,66 @@ def merged(arguments: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str,
         else:
             out[key] = value
     return out
+
+
+# -- native or instruction ---------------------------------------------------------------
+
+MODES = ("auto", "native", "instruction")
+# A gateway's 4xx naming a native field: it does not take typed answers that way.
+_REFUSAL = re.compile(
+    r"response_format|json_schema|text\.format|response_?(?:json_?)?schema|response_?mime_?type"
+    r"|generation_?config|tool_choice|\btools\b|structured output",
+    re.IGNORECASE,
+)
+
+
+class Support:
+    """Which models take a schema in the API's native field, and which get the instruction.
+
+    ``mode`` ``"native"`` sends the field to every model, ``"instruction"`` to none, and
+    ``"auto"`` (the default) to the models the gateway's metadata says take it (`learn`:
+    LiteLLM's ``GET /model/info``, ``supports_response_schema``). Whatever the mode, a model
+    whose gateway refused the field (`is_refusal`, then `refused`) gets the instruction from
+    then on, as `routing.Router` remembers reasoning models.
+
+    **Parameters:**
+
+    * **mode** - ``"auto"``, ``"native"`` or ``"instruction"``.
+    """
+
+    def __init__(self, mode: str = "auto") -> None:
+        if mode not in MODES:
+            raise InvalidRequest("structured", f"must be one of {', '.join(MODES)}; got {mode!r}")
+        self.mode = mode
+        self._known: dict[str, bool] = {}  # model -> takes the native field, from the metadata
+        self._refused: set[str] = set()  # models whose gateway refused it
+
+    def native(self, model: str) -> bool:
+        """Whether to ask `model` in the native field."""
+        if self.mode == "instruction" or model in self._refused:
+            return False
+        return self.mode == "native" or self._known.get(model, False)
+
+    def learn(self, model_info: Any) -> None:
+        """Take what LiteLLM's ``/model/info`` body says: ``data[].model_name`` and its
+        ``model_info.supports_response_schema``. A name served by several deployments takes
+        the field only if all of them say so; an entry that does not say is left unknown."""
+        entries = model_info.get("data") if isinstance(model_info, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            name = entry.get("model_name") if isinstance(entry, dict) else None
+            info = entry.get("model_info") if isinstance(entry, dict) else None
+            says = info.get("supports_response_schema") if isinstance(info, dict) else None
+            if isinstance(name, str) and isinstance(says, bool):
+                self._known[name] = self._known.get(name, True) and says
+
+    def refused(self, model: str) -> None:
+        """Remember that `model`'s gateway refused the native field."""
+        self._refused.add(model)
+
+    @staticmethod
+    def is_refusal(error: APIError) -> bool:
+        """A 4xx naming the native field (``response_format``, ``responseSchema``, ``tools``...)."""
+        return error.status in (400, 404, 415, 422) and bool(_REFUSAL.search(error.message or ""))
 
 
 # -- the instruction -------------------------------------------------------------------
