@@ -311,6 +311,15 @@ def test_what_is_not_a_schema_is_one_line_before_any_request(spec, words):
     assert "\n" not in str(caught.value)
 
 
+def test_a_value_dumps_to_json_for_the_log():
+    assert json.loads(Schema.of(Review).dump(WANT)) == GOOD
+    assert Schema.of(Color).dump(Color.BLUE) == '"blue"'
+    people = Schema.of(list[Person])
+    assert json.loads(people.dump([Person(name="Ada")])) == [{"name": "Ada", "born": None, "email": None}]
+    plain = Schema.of({"type": "object", "properties": {"when": {"type": "string"}}})
+    assert plain.dump(parse('{"when": "2024-01-01"}', plain)[0]) == '{"when":"2024-01-01"}'
+
+
 def test_a_schema_is_taken_as_it_is():
     schema = Schema.of(Review)
     assert Schema.of(schema) is schema

@@ -232,6 +232,15 @@ class Schema:
             result = self._adapter.dump_python(result, mode="json", by_alias=True, exclude_unset=True)
         return result, None
 
+    def dump(self, value: Any) -> str:
+        """A validated value as JSON text (for the log): a model's fields by their aliases,
+        dates as ISO strings, a choice as its label."""
+        if self.kind == "choices" or self._plain:  # a label, or plain JSON already
+            shown = self.label(value) if self.kind == "choices" else value
+            return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+        assert self._adapter is not None
+        return self._adapter.dump_json(value, by_alias=True).decode()
+
     def label(self, value: Any) -> str | None:
         """The label of a choice's value (None for anything else)."""
         try:
