@@ -5,7 +5,9 @@ input with the same words. They allow extra fields: SPEC leaves much "not shown"
 caller may pass what a real gateway accepts (``stream_options``, ``response_format``...).
 Each request model lists those it knows (``known_fields``): the client takes them as
 keyword arguments and refuses any other name, so a typo fails before sending instead of
-travelling in the body (anything else goes, deliberately, in ``extra_body``).
+travelling in the body (anything else goes, deliberately, in ``extra_body``). Typed answers
+(`structured.request_fields`) need ``response_format`` on chat, ``text`` on responses,
+``generationConfig`` on generate-content, and ``tools`` + ``tool_choice`` on messages.
 Response models cover what SPEC shows (2.3), and `usage_of` reads every usage shape as one
 `Usage`; everything else is left to the raw body.
 """
