@@ -16,8 +16,8 @@ from google.genai import types
 from pydantic import BaseModel
 from typed_models import Person, Review
 
+from gatecell.gateway import Gateway
 from gatecell.local.backends import chatbot, typed
-from gatecell.wire.client import Gateway
 from gatecell.wire.errors import BadRequestError
 from gatecell.wire.structured import Schema, instruction, parse, parse_reply, request_fields
 
