@@ -28,6 +28,8 @@ import html
 import re
 from typing import Any
 
+from gatecell.text import fence
+
 __all__ = ["to_html", "escape", "fence", "tokens", "code_blocks", "link_allowed", "stylesheet", "SCHEMES"]
 
 SCHEMES = frozenset({"http", "https", "mailto"})
@@ -70,12 +72,6 @@ def escape(text: str) -> str:
     """``text`` as Markdown that reads literally (a model id, a job id, a name in a line
     gatecell composes): every ASCII punctuation mark backslash-escaped, lines joined."""
     return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).split()))
-
-
-def fence(body: str, lang: str = "") -> str:
-    """``body`` as a fenced code block that nothing in it can close."""
-    ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", body)), default=0))
-    return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
 def tokens(text: str) -> list[Any]:

@@ -4,18 +4,333 @@ The one converter from "what was said" to the request of chat completions, nativ
 messages, native generate-content or responses: `Gateway.converse` (and through it the
 magics) and the chat → responses fallback of `Gateway.chat` use it, so the formats cannot
 drift apart. It is sans-IO: it returns the endpoint method's name and its arguments.
+
+**Content beyond a plain string** (WIRE-NOTES). A turn's ``content`` is SPEC's plain string,
+sent as it is, or a list of items: strings, `Attachment` values, other pictures (a figure,
+an array... anything `attachments.attachment_of` recognises) and part dicts already in the
+API's own shape, which pass untouched. `parts` makes one API's parts of such a list, here
+and nowhere else:
+
+======================  ===========================  ================================  ==========================
+API                     text                         picture (data / URL)              PDF (data / URL)
+======================  ===========================  ================================  ==========================
+chat                    ``text``                     ``image_url`` (data URL / URL)    ``file`` (``file_data``) / refused
+messages                ``text``                     ``image`` (base64 / url source)   ``document`` (base64 / url)
+generate-content        ``{"text"}``                 ``inline_data`` / ``file_data``   ``inline_data`` / ``file_data``
+responses               ``input_text``               ``input_image``                   ``input_file`` (data / ``file_url``)
+======================  ===========================  ================================  ==========================
+
+A text file goes in as a text part. `neutral` reads any API's parts back (the chat →
+responses fallback, a conversation restored from the log), and `content_summary` says what
+a content holds without its bytes (type, size, sha256), for the log and the provenance.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidRequest
 
-__all__ = ["TEXT_APIS", "split", "for_api", "to_responses"]
+if TYPE_CHECKING:
+    from .attachments import Attachment
+
+__all__ = [
+    "TEXT_APIS",
+    "split",
+    "for_api",
+    "to_responses",
+    "parts",
+    "with_parts",
+    "neutral",
+    "content_summary",
+    "content_text",
+]
 
 # Names of the text APIs, as the magics' --api and %config Gatecell.api spell them.
 TEXT_APIS = ("chat", "messages", "generate-content", "responses")
+
+Item = Any  # str | Attachment | dict | a value attachment_of recognises
+
+
+# -- content parts -----------------------------------------------------------------------------
+
+
+def parts(api: str, content: Any) -> Any:
+    """One turn's ``content`` for ``api``: a string as it is (SPEC's form); a list of items
+    (or one lone picture) as that API's part dicts (module docstring). A value that is
+    neither text, a picture nor a file is an `InvalidRequest`."""
+    if isinstance(content, str) or content is None:
+        return content
+    if isinstance(content, dict):  # one part, already formed
+        return [content]
+    items = content if isinstance(content, (list, tuple)) else [content]
+    maker = _MAKERS.get(api)
+    if maker is None:
+        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
+    return [maker(_item(item, i)) for i, item in enumerate(items)]
+
+
+def _item(item: Item, i: int) -> Any:
+    if isinstance(item, (str, dict)):
+        return item
+    from .attachments import Attachment, attachment_of
+
+    found = item if isinstance(item, Attachment) else attachment_of(item)
+    if found is None:
+        raise InvalidRequest(
+            f"content.{i}",
+            f"a {type(item).__name__} is neither text, a picture nor a file: "
+            "put text in as a str, pictures as a figure, an image, an array, bytes or a path",
+        )
+    return found
+
+
+def with_parts(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each ``content`` (``parts`` for generate-content's contents) made
+    ``api``'s parts; the very list when every content is a plain string (nothing to do)."""
+    key = "parts" if api == "generate-content" else "content"
+    if all(not isinstance(m, dict) or isinstance(m.get(key), str) for m in messages):
+        return messages
+    out = []
+    for message in messages:
+        value = message.get(key) if isinstance(message, dict) else None
+        if value is None or isinstance(value, str):
+            out.append(message)
+        else:
+            out.append({**message, key: parts(api, value)})
+    return out
+
+
+def _chat(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if isinstance(item, dict):
+        return item
+    if item.kind == "text":
+        return {"type": "text", "text": item.text or ""}
+    if item.kind == "image":
+        return {"type": "image_url", "image_url": {"url": item.data_url(), "detail": "auto"}}
+    if item.url is not None:
+        raise InvalidRequest(
+            "content", f"chat completions take a file as its bytes, not a URL ({item.url}): pass a path"
+        )
+    return {"type": "file", "file": {"filename": item.name or "document.pdf", "file_data": item.data_url()}}
+
+
+def _messages(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if isinstance(item, dict):
+        return item
+    if item.kind == "text":
+        return {"type": "text", "text": item.text or ""}
+    block = "image" if item.kind == "image" else "document"
+    if item.url is not None:
+        return {"type": block, "source": {"type": "url", "url": item.url}}
+    media_type = item.media_type or "application/octet-stream"
+    return {"type": block, "source": {"type": "base64", "media_type": media_type, "data": item.base64()}}
+
+
+def _generate_content(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"text": item}
+    if isinstance(item, dict):
+        return item
+    if item.kind == "text":
+        return {"text": item.text or ""}
+    if item.url is not None:
+        if item.media_type is None:
+            raise InvalidRequest(
+                "content",
+                f"generate-content needs the type of {item.url}, and its name does not say it "
+                "(.png, .jpg, .pdf...): pass a path or the picture itself",
+            )
+        return {"file_data": {"mime_type": item.media_type, "file_uri": item.url}}
+    return {"inline_data": {"mime_type": item.media_type, "data": item.base64()}}
+
+
+def _responses(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"type": "input_text", "text": item}
+    if isinstance(item, dict):
+        return item
+    if item.kind == "text":
+        return {"type": "input_text", "text": item.text or ""}
+    if item.kind == "image":
+        return {"type": "input_image", "image_url": item.data_url()}
+    if item.url is not None:
+        return {"type": "input_file", "file_url": item.url}
+    return {"type": "input_file", "filename": item.name or "document.pdf", "file_data": item.data_url()}
+
+
+_MAKERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "chat": _chat,
+    "messages": _messages,
+    "generate-content": _generate_content,
+    "responses": _responses,
+}
+
+
+# -- reading parts back -------------------------------------------------------------------------
+
+_DATA_URL = re.compile(r"data:(?P<type>[\w.+-]+/[\w.+-]+)(?P<params>(?:;[\w.+-]+=[^;,]*)*);base64,", re.I)
+
+
+def _decoded(data: Any, where: str) -> bytes:
+    if not isinstance(data, str) or not data:
+        raise InvalidRequest(where, "must be a non-empty base64 string")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(where, "is not valid base64") from None
+
+
+def _from_url(url: Any, where: str, name: str | None = None) -> Attachment:
+    """An attachment of a ``data:`` URL (decoded) or of an ``http(s)`` URL (kept as a URL)."""
+    from .attachments import of_bytes, of_url
+
+    if not isinstance(url, str):
+        raise InvalidRequest(where, "must be a URL string")
+    found = _DATA_URL.match(url)
+    if found:
+        return of_bytes(_decoded(url[found.end() :], where), found.group("type").lower(), name=name)
+    if url.startswith("data:"):
+        raise InvalidRequest(where, "a data URL must look like data:<type>/<subtype>;base64,<data>")
+    if re.match(r"https?://\S+$", url, re.I):
+        return of_url(url)  # kept as a URL, never fetched; nothing here ever reads a path
+    raise InvalidRequest(where, f"must be an http(s) URL or a data: URL, got {url[:60]!r}")
+
+
+def neutral(part: Any, where: str = "content") -> Any:
+    """A part of any API's shape (or of `content_summary`'s) read back as a str (text), an
+    `Attachment` (picture or file: data decoded, a URL kept) or, for a part that is neither
+    (a tool call, a thinking block...), the dict itself. A malformed data part (a bad data
+    URL, bad base64) is an `InvalidRequest` naming ``where``."""
+    if isinstance(part, str) or not isinstance(part, dict):
+        return part
+    kind = part.get("type")
+    if kind in ("text", "input_text", "output_text") or (kind is None and isinstance(part.get("text"), str)):
+        text = part.get("text")
+        return text if isinstance(text, str) else part
+    if kind == "attachment":  # what the log keeps of a part when it keeps no bytes
+        return _placeholder(part)
+    if kind == "image_url":
+        image = part.get("image_url")
+        return _from_url(image.get("url") if isinstance(image, dict) else image, f"{where}.image_url.url")
+    if kind == "input_image":
+        return _from_url(part.get("image_url"), f"{where}.image_url") if "image_url" in part else part
+    if kind == "file":
+        file = part.get("file")
+        if isinstance(file, dict) and "file_data" in file:
+            return _from_url(file["file_data"], f"{where}.file.file_data", file.get("filename"))
+        return part
+    if kind == "input_file":
+        if "file_data" in part:
+            return _from_url(part["file_data"], f"{where}.file_data", part.get("filename"))
+        return _from_url(part["file_url"], f"{where}.file_url") if "file_url" in part else part
+    if kind in ("image", "document"):
+        return _source(part.get("source"), f"{where}.source")
+    inline = part.get("inline_data", part.get("inlineData"))
+    if kind is None and isinstance(inline, dict):
+        from .attachments import of_bytes
+
+        mime = inline.get("mime_type", inline.get("mimeType"))
+        return of_bytes(_decoded(inline.get("data"), f"{where}.inline_data.data"), mime)
+    linked = part.get("file_data", part.get("fileData"))
+    if kind is None and isinstance(linked, dict):
+        uri = linked.get("file_uri", linked.get("fileUri"))
+        return _from_url(uri, f"{where}.file_data.file_uri")
+    return part
+
+
+def _source(source: Any, where: str) -> Any:
+    """A messages block's ``source``: base64 data, a URL, or plain text (a text document)."""
+    from .attachments import of_bytes
+
+    if not isinstance(source, dict):
+        raise InvalidRequest(where, "must be an object with a type (base64, url or text)")
+    kind = source.get("type")
+    if kind == "base64":
+        return of_bytes(_decoded(source.get("data"), f"{where}.data"), source.get("media_type"))
+    if kind == "url":
+        return _from_url(source.get("url"), f"{where}.url")
+    if kind == "text" and isinstance(source.get("data"), str):
+        return source["data"]
+    raise InvalidRequest(where, f"type must be base64, url or text, got {kind!r}")
+
+
+def _placeholder(summary: dict[str, Any]) -> str:
+    """What a conversation restored from the log says in place of a part whose bytes the log
+    did not keep."""
+    what = summary.get("description") or summary.get("media_type") or summary.get("kind") or "a file"
+    digest = summary.get("sha256")
+    tail = f", sha256 {digest[:12]}…" if isinstance(digest, str) else ""
+    return f"[{summary.get('kind', 'attachment')} sent here: {what}{tail}; the log kept no bytes]"
+
+
+# -- what a content holds ---------------------------------------------------------------------
+
+
+def content_summary(content: Any) -> Any:
+    """``content`` without its bytes, for the log and the provenance: a string as it is; a
+    list with text parts as ``{"type": "text", "text"}``, pictures and files as
+    ``{"type": "attachment", "kind", "media_type", "size", "sha256", ...}`` (a URL as its
+    URL), other parts as they are. Parts it cannot read are kept as they are."""
+    if isinstance(content, str) or content is None:
+        return content
+    items = content if isinstance(content, (list, tuple)) else [content]
+    out: list[Any] = []
+    for part in items:
+        try:
+            found = _item(neutral(part), len(out))
+        except InvalidRequest:
+            found = part
+        if isinstance(found, str):
+            out.append({"type": "text", "text": found})
+        elif isinstance(found, dict):
+            out.append(_without_data(found))
+        else:
+            out.append({"type": "attachment", **found.summary()})
+    return out
+
+
+def _without_data(part: dict[str, Any]) -> dict[str, Any]:
+    """A part with base64 in it that `neutral` does not read (audio, a malformed part): its
+    long strings replaced by their size and sha256."""
+    out: dict[str, Any] = {}
+    for key, value in part.items():
+        if isinstance(value, str) and len(value) > 1024:
+            digest = hashlib.sha256(value.encode()).hexdigest()
+            out[key] = f"<{len(value):,} characters, sha256 {digest[:12]}…>"
+        elif isinstance(value, dict):
+            out[key] = _without_data(value)
+        else:
+            out[key] = value
+    return out
+
+
+def content_text(content: Any) -> str:
+    """A content as text for a person (a transcript, a conversation's history): its text,
+    each picture or file as ``[image: PNG 640x480, 24 KB]``."""
+    if isinstance(content, str):
+        return content
+    lines = []
+    for item in content_summary(content) or []:
+        if isinstance(item, dict) and item.get("type") == "text":
+            lines.append(item.get("text", ""))
+        elif isinstance(item, dict) and item.get("type") == "attachment":
+            lines.append(f"[{item.get('kind')}: {item.get('description') or item.get('media_type')}]")
+        else:
+            lines.append(f"[{item.get('type', 'part') if isinstance(item, dict) else 'part'}]")
+    return "\n".join(lines)
+
+
+# -- the conversation on each API --------------------------------------------------------------
 
 
 def split(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -26,12 +341,11 @@ def split(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, An
 
 
 def _responses_fields(messages: list[dict[str, Any]], max_tokens: int | None) -> dict[str, Any]:
-    """System prompt as ``instructions``; a lone user turn as the ``input`` string (SPEC 2.5),
-    a longer exchange as a list of turns."""
+    """System prompt as ``instructions``; a lone user turn of plain text as the ``input``
+    string (SPEC 2.5), anything else as a list of turns."""
     system, turns = split(messages)
-    fields: dict[str, Any] = {
-        "input": turns[0]["content"] if len(turns) == 1 and turns[0]["role"] == "user" else turns
-    }
+    lone = len(turns) == 1 and turns[0]["role"] == "user" and isinstance(turns[0]["content"], str)
+    fields: dict[str, Any] = {"input": turns[0]["content"] if lone else with_parts("responses", turns)}
     if system is not None:
         fields["instructions"] = system
     if max_tokens is not None:
@@ -50,10 +364,16 @@ def for_api(
     effort: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``(method, arguments)``: the `Gateway` method that carries the conversation on ``api``,
-    and the keyword arguments to call it with (all but ``stream``)."""
+    and the keyword arguments to call it with (all but ``stream``). Turns whose content is
+    a list become that API's parts (`parts`)."""
     sampling = {k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
     if api == "chat":
-        chat: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens, **sampling}
+        chat: dict[str, Any] = {
+            "model": model,
+            "messages": with_parts("chat", messages),
+            "max_tokens": max_tokens,
+            **sampling,
+        }
         if effort is not None:
             chat["reasoning_effort"] = effort
         return "chat", chat
@@ -68,7 +388,7 @@ def for_api(
     if api == "messages":
         native: dict[str, Any] = {
             "model": model,
-            "messages": turns,
+            "messages": with_parts("messages", turns),
             "max_tokens": max_tokens or 1024,
             **sampling,
         }
@@ -77,7 +397,12 @@ def for_api(
         return "messages", native
     if api == "generate-content":
         contents = [
-            {"role": "model" if t["role"] == "assistant" else "user", "parts": [{"text": t["content"]}]}
+            {
+                "role": "model" if t["role"] == "assistant" else "user",
+                "parts": [{"text": t["content"]}]
+                if isinstance(t["content"], str)
+                else parts("generate-content", t["content"]),
+            }
             for t in turns
         ]
         gc: dict[str, Any] = {"model": model, "contents": contents}
@@ -92,13 +417,18 @@ def for_api(
 
 def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
     """A chat request body as a responses body, for a reasoning model (SPEC 4 note 3):
-    fields the two share pass as they are; ``stream_options`` has no counterpart."""
+    fields the two share pass as they are; ``stream_options`` has no counterpart; chat's
+    content parts become responses' (`neutral`, then `parts`)."""
     body = {
         k: v
         for k, v in chat.items()
         if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")
     }
-    body.update(_responses_fields(chat["messages"], chat.get("max_tokens")))
+    messages = [
+        m if isinstance(m.get("content"), str) else {**m, "content": [neutral(p) for p in m["content"]]}
+        for m in chat["messages"]
+    ]
+    body.update(_responses_fields(messages, chat.get("max_tokens")))
     if chat.get("reasoning_effort"):
         body["reasoning"] = {"effort": chat["reasoning_effort"]}
     return body

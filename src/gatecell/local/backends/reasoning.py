@@ -8,7 +8,9 @@ so clients can show both the summary and the usage split.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .chatbot import Answer, Turn, answer, count_tokens
 
@@ -30,14 +32,18 @@ def think(
     effort: str | None = None,
     instructions: str | None = None,
     max_tokens: int | None = None,
+    attached: Sequence[Sequence[Any]] = (),
 ) -> Thought:
-    """Answer `turns` and explain the route taken; `effort` must be a key of EFFORTS (default medium)."""
+    """Answer `turns` (with the pictures and documents ``attached`` to them) and explain the
+    route taken; `effort` must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"
-    reply = answer(turns, instructions, max_tokens)
+    reply = answer(turns, instructions, max_tokens, attached)
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     words = len(question.split())
     steps = [f"Read the question ({words} word{'s' if words != 1 else ''})."]
-    if "=" in reply.text and any(ch.isdigit() for ch in reply.text):
+    if any(attached):
+        steps.append("It came with pictures or documents, so I measured them.")
+    elif "=" in reply.text and any(ch.isdigit() for ch in reply.text):
         steps.append("It is arithmetic, so I evaluated the expression exactly.")
     else:
         steps.append("It is not a calculation I can check, so I describe what I received.")

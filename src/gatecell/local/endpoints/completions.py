@@ -11,7 +11,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ChatRequest
 from gatecell.wire.sse import DONE, encode
 
-from ..backends import chatbot
+from ..backends import chatbot, vision
 from ..registry import CHAT
 from .common import compose, event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
 
@@ -19,8 +19,7 @@ from .common import compose, event_stream, json_response, model_endpoint, now, p
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    turns = [(m.role, m.content) for m in req.messages]
-    answer = await compose(chatbot.answer, turns, None, req.max_tokens)
+    answer = await compose(_answer, req)
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
@@ -34,6 +33,11 @@ async def completions(request: Request, req: ChatRequest, data: dict) -> Respons
     options = data.get("stream_options")
     with_usage = isinstance(options, dict) and options.get("include_usage") is True
     return event_stream(_chunks(head, answer, usage if with_usage else None, pace_of(request, rt)))
+
+
+def _answer(req: ChatRequest) -> chatbot.Answer:
+    turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
+    return chatbot.answer(turns, None, req.max_tokens, attached)
 
 
 async def _chunks(

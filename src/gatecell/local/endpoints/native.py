@@ -12,7 +12,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chatbot
+from ..backends import chatbot, vision
 from ..errors import Fail, shown
 from ..registry import MESSAGES
 from .common import (
@@ -56,8 +56,8 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
 
 
 def _messages_answer(req: MessagesRequest, system: Any) -> chatbot.Answer:
-    turns: list[chatbot.Turn] = [(m.role, chatbot.text_of(m.content)) for m in req.messages]
-    return chatbot.answer(turns, chatbot.text_of(system), req.max_tokens)
+    turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
+    return chatbot.answer(turns, chatbot.text_of(system), req.max_tokens, attached)
 
 
 async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
@@ -119,10 +119,13 @@ async def generate(request: Request) -> Response:
 
 
 def _content_answer(req: GenerateContentRequest, system: Any, max_tokens: int | None) -> chatbot.Answer:
-    turns = [
-        ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
-    ]
-    return chatbot.answer(turns, chatbot.text_of(system), max_tokens)
+    turns, attached = vision.turns_of(
+        [
+            ("assistant" if c.role == "model" else "user", [p.model_dump(exclude_none=True) for p in c.parts])
+            for c in req.contents
+        ]
+    )
+    return chatbot.answer(turns, chatbot.text_of(system), max_tokens, attached)
 
 
 async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
