@@ -275,33 +275,53 @@ def _placeholder(summary: dict[str, Any]) -> str:
 
 # -- what a content holds ---------------------------------------------------------------------
 
+# Part types (and generate-content keys) that can carry bytes; every other part is text or
+# a reference, kept as it is.
+_CARRIERS = frozenset({"image_url", "file", "input_image", "input_file", "image", "document", "input_audio"})
+
+
+def _carries(part: Any) -> bool:
+    if not isinstance(part, dict):
+        return True  # a picture object, an Attachment: summarised
+    return part.get("type") in _CARRIERS or any(k in part for k in ("inline_data", "inlineData"))
+
 
 def content_summary(content: Any) -> Any:
     """``content`` without its bytes, for the log and the provenance: a string as it is; a
-    list with text parts as ``{"type": "text", "text"}``, pictures and files as
-    ``{"type": "attachment", "kind", "media_type", "size", "sha256", ...}`` (a URL as its
-    URL), other parts as they are. Parts it cannot read are kept as they are."""
+    list with every picture or file as ``{"type": "attachment", "kind", "media_type", "size",
+    "sha256", ...}`` (`Attachment.summary`), a string item as a text part, and every other
+    part (text, a picture by URL, a tool call) as it is. A part it cannot read keeps its
+    shape with its long strings replaced by their length and sha256. A list that carries no
+    bytes is returned as it is."""
     if isinstance(content, str) or content is None:
         return content
     items = content if isinstance(content, (list, tuple)) else [content]
+    if not any(_carries(part) for part in items):
+        return content
     out: list[Any] = []
-    for part in items:
+    for i, part in enumerate(items):
+        if isinstance(part, str):
+            out.append({"type": "text", "text": part})
+            continue
+        if not _carries(part):
+            out.append(part)
+            continue
         try:
-            found = _item(neutral(part), len(out))
+            found = _item(neutral(part, f"content.{i}"), i)
         except InvalidRequest:
-            found = part
-        if isinstance(found, str):
-            out.append({"type": "text", "text": found})
-        elif isinstance(found, dict):
-            out.append(_without_data(found))
-        else:
+            found = None
+        if found is not None and not isinstance(found, (str, dict)) and found.data is not None:
             out.append({"type": "attachment", **found.summary()})
+        elif isinstance(part, dict):
+            out.append(_without_data(part))
+        else:  # a picture given by URL
+            out.append({"type": "attachment", **found.summary()} if found is not None else part)
     return out
 
 
 def _without_data(part: dict[str, Any]) -> dict[str, Any]:
-    """A part with base64 in it that `neutral` does not read (audio, a malformed part): its
-    long strings replaced by their size and sha256."""
+    """A part whose bytes `neutral` does not read (audio, a malformed part): its long strings
+    replaced by their length and sha256."""
     out: dict[str, Any] = {}
     for key, value in part.items():
         if isinstance(value, str) and len(value) > 1024:
@@ -320,13 +340,18 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     lines = []
-    for item in content_summary(content) or []:
-        if isinstance(item, dict) and item.get("type") == "text":
-            lines.append(item.get("text", ""))
-        elif isinstance(item, dict) and item.get("type") == "attachment":
-            lines.append(f"[{item.get('kind')}: {item.get('description') or item.get('media_type')}]")
+    for item in content if isinstance(content, (list, tuple)) else [content]:
+        try:
+            found = neutral(item) if isinstance(item, dict) else item
+        except InvalidRequest:
+            found = {"type": "unreadable part"}
+        if isinstance(found, str):
+            lines.append(found)
+        elif isinstance(found, dict):
+            lines.append(f"[{found.get('type', 'part')}]")
         else:
-            lines.append(f"[{item.get('type', 'part') if isinstance(item, dict) else 'part'}]")
+            attachment = _item(found, 0)
+            lines.append(f"[{attachment.kind}: {attachment.description}]")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ that wants them.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "JobError",
     "error_message",
     "status_error",
+    "refuses_content",
+    "TEXT_ONLY",
 ]
 
 
@@ -261,4 +264,39 @@ def _detail(detail: Any) -> tuple[str, str | None, str | None] | None:
             else:
                 problems.append(str(item))
         return "; ".join(problems), None, None
+    return None
+
+
+TEXT_ONLY = (
+    "The model takes text only: it refused the picture or file in the prompt. Ask a model that "
+    "reads them, or send a document as its text (Attachment.as_text(), --as-text in the magics)"
+)
+"""The hint of a gateway's refusal of content parts (`refuses_content`)."""
+
+# What a request carrying content parts holds (WIRE-NOTES "Content beyond a plain string"),
+# in the compact JSON the client sends or the spaced JSON of json.dumps.
+_PARTS_SENT = re.compile(
+    rb'"(?:image_url|input_image|input_file|inline_data|inlineData|file_data|fileData)"'
+    rb'|"type":\s*"(?:image|document|file)"'
+)
+_NAMES_CONTENT = re.compile(
+    r"image|vision|multi-?modal|content[ _]?type|content part|file|document|pdf|inline_?data", re.I
+)
+_REFUSES = re.compile(
+    r"not supported|unsupported|only supported|does ?n[o']t support|not allowed|cannot|can't|"
+    r"invalid|not a valid|expected|must be a string|text[ -]only|no vision",
+    re.I,
+)
+
+
+def refuses_content(status: int | None, message: str, body: bytes | None) -> str | None:
+    """`TEXT_ONLY` when a 4xx answers a request that carried pictures or files (``body``, the
+    request sent) with a message naming them as refused ("Invalid content type. image_url is
+    only supported by certain models."); else None."""
+    if status is None or not 400 <= status < 500 or status in (401, 403, 404, 429):
+        return None
+    if not body or not _PARTS_SENT.search(body):
+        return None
+    if _NAMES_CONTENT.search(message) and _REFUSES.search(message):
+        return TEXT_ONLY
     return None
