@@ -1,9 +1,10 @@
 """Issue 9, item 12: inputs that gave a 500 (or a stream cut mid-way) give a 4xx instead.
 
 Each in the endpoint's own error format: an arithmetic result too long to print, content
-nested 900 deep (a system prompt; content parts are refused for their shape), a lone surrogate (``\\ud800``) in a prompt or a name (a string the gateway
-would later have to encode: in a reply, a job's poll, a seed or a caption), numbers too long
-to convert. The hypothesis test in tests/local/test_errors.py draws such values too.
+nested 900 deep (content parts are refused for their shape), a lone surrogate (``\\ud800``)
+in a prompt or a name (a string the gateway would later have to encode: in a reply, a job's
+poll, a seed or a caption), numbers too long to convert. The hypothesis test in
+tests/local/test_errors.py draws such values too.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@
 list of dicts, a list of plain values (``{item}``), or any iterable, consumed as the engine
 asks for rows. `Template` fills ``{field}`` with the grammar of the magics' interpolation
 (`gatecell.notebook.template`): the same fields, conversions, format specs and ``{{``
-escapes, with the row's fields where the magics use the notebook's variables.
+escapes, with the row's fields where the magics use the notebook's variables. A field
+whose value is a picture (a PIL image, picture bytes, a figure, a path to a picture file:
+`gatecell.wire.attachments.picture_of`) puts the picture in the prompt, which is then a
+list of text and pictures that each API sends as content parts.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
-from gatecell.notebook.template import FIELD, FORMATTER
+from gatecell.notebook.template import FIELD, FORMATTER, joined
+from gatecell.wire.attachments import picture_of
 from gatecell.wire.errors import InvalidRequest
 
 __all__ = ["Template", "Rows", "RowError"]
@@ -60,8 +64,15 @@ class Template:
                 "has no {field}: every row would send the same prompt (see the help for the fields)",
             )
 
-    def fill(self, fields: Mapping[str, Any]) -> str:
-        out = []
+    @overload
+    def fill(self, fields: Mapping[str, Any]) -> str: ...
+    @overload
+    def fill(self, fields: Mapping[str, Any], *, pictures: bool) -> str | list[Any]: ...
+    def fill(self, fields: Mapping[str, Any], *, pictures: bool = False) -> str | list[Any]:
+        """The prompt of one row: its text; with ``pictures``, its text and pictures in order
+        when a field's value is a picture (module docstring)."""
+        out: list[Any] = []
+        found = False
         for literal, field, conv, spec in self._parts:
             try:
                 value, _ = FORMATTER.get_field(field, (), fields)
@@ -70,6 +81,15 @@ class Template:
                 raise RowError(f"{{{field}}}: this row has no field {name!r}") from None
             except (AttributeError, IndexError, TypeError) as exc:
                 raise RowError(f"{{{field}}}: {exc}") from None
+            if pictures and not conv and not spec:
+                try:
+                    picture = picture_of(value)
+                except InvalidRequest as exc:
+                    raise RowError(f"{{{field}}}: {exc.message}") from None
+                if picture is not None:
+                    out += (literal, picture)
+                    found = True
+                    continue
             try:
                 text = FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec)
             except (ValueError, TypeError) as exc:
@@ -77,7 +97,7 @@ class Template:
             out.append(literal)
             out.append(text)
         out.append(self._tail)
-        return "".join(out)
+        return joined(out) if found else "".join(out)
 
     def __repr__(self) -> str:
         return f"Template({self.text!r})"

@@ -83,6 +83,7 @@ _SIGNATURES = (
     (b"GIF89a", "image/gif"),
 )
 PICTURE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+_PICTURE_ENDINGS = tuple(PICTURE_SUFFIXES)
 _TEXT_SUFFIXES = {
     ".txt": "",
     ".md": "markdown",
@@ -224,8 +225,9 @@ class Attachment:
 
 def attachment_of(value: Any) -> Attachment | None:
     """``value`` as an `Attachment` when it is a picture, a ``pathlib`` path, a string naming
-    an existing file, or an ``http(s)`` URL (module docstring); None when it is none of these. A ``pathlib`` path that does not exist is an error, as
-    is a file over the cap or with no form a prompt can hold."""
+    an existing file, or an ``http(s)`` URL (module docstring); None when it is none of
+    these. A ``pathlib`` path that does not exist is an error, as is a file over the cap or
+    with no form a prompt can hold."""
     if isinstance(value, Attachment):
         return value
     if isinstance(value, str):
@@ -245,14 +247,13 @@ def picture_of(value: Any) -> Attachment | None:
     is shown as text. Any other string stays text, so words in a prompt never become a
     file read."""
     if isinstance(value, str):
-        text = value.strip()
-        if not text or "\n" in text or len(text) > 4096:
+        if len(value) > 4096 or "\n" in value:
             return None
-        suffix = PurePath(text.split("?", 1)[0].split("#", 1)[0]).suffix.lower()
-        if suffix not in PICTURE_SUFFIXES:
+        text = value.strip()
+        if not text.split("?", 1)[0].split("#", 1)[0].lower().endswith(_PICTURE_ENDINGS):
             return None
         if _URL.fullmatch(text):
-            return load(text)
+            return of_url(text)
         return load(text) if os.path.isfile(text) else None
     if isinstance(value, PurePath):
         return load(value)

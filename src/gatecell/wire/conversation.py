@@ -11,14 +11,11 @@ an array... anything `attachments.attachment_of` recognises) and part dicts alre
 API's own shape, which pass untouched. `parts` makes one API's parts of such a list, here
 and nowhere else:
 
-======================  ===========================  ================================  ==========================
-API                     text                         picture (data / URL)              PDF (data / URL)
-======================  ===========================  ================================  ==========================
-chat                    ``text``                     ``image_url`` (data URL / URL)    ``file`` (``file_data``) / refused
-messages                ``text``                     ``image`` (base64 / url source)   ``document`` (base64 / url)
-generate-content        ``{"text"}``                 ``inline_data`` / ``file_data``   ``inline_data`` / ``file_data``
-responses               ``input_text``               ``input_image``                   ``input_file`` (data / ``file_url``)
-======================  ===========================  ================================  ==========================
+- chat: ``text``; a picture as ``image_url`` (a data URL, or its URL); a PDF as ``file``
+  (``file_data``; chat takes no file by URL);
+- messages: ``text``; ``image`` and ``document`` blocks (a base64 or a url source);
+- generate-content: ``{"text"}``; ``inline_data`` (``file_data`` for a URL);
+- responses: ``input_text``, ``input_image``, ``input_file`` (``file_data`` or ``file_url``).
 
 A text file goes in as a text part. `neutral` reads any API's parts back (the chat →
 responses fallback, a conversation restored from the log), and `content_summary` says what
@@ -335,24 +332,27 @@ def _without_data(part: dict[str, Any]) -> dict[str, Any]:
 
 
 def content_text(content: Any) -> str:
-    """A content as text for a person (a transcript, a conversation's history): its text,
-    each picture or file as ``[image: PNG 640x480, 24 KB]``."""
+    """A content as text for a person (a transcript, a conversation's history, the
+    provenance): its text, each picture or file in it as ``[image: PNG 640x480, 24 KB]``."""
     if isinstance(content, str):
         return content
-    lines = []
+    pieces: list[str] = []
     for item in content if isinstance(content, (list, tuple)) else [content]:
         try:
             found = neutral(item) if isinstance(item, dict) else item
         except InvalidRequest:
             found = {"type": "unreadable part"}
         if isinstance(found, str):
-            lines.append(found)
+            piece = found
         elif isinstance(found, dict):
-            lines.append(f"[{found.get('type', 'part')}]")
+            piece = f"[{found.get('type', 'part')}]"
         else:
             attachment = _item(found, 0)
-            lines.append(f"[{attachment.kind}: {attachment.description}]")
-    return "\n".join(lines)
+            piece = f"[{attachment.kind}: {attachment.description}]"
+        if pieces and piece and not (pieces[-1][-1:].isspace() or piece[:1].isspace()):
+            pieces.append(" ")
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 # -- the conversation on each API --------------------------------------------------------------

@@ -289,13 +289,13 @@ _REFUSES = re.compile(
 )
 
 
-def refuses_content(status: int | None, message: str, body: bytes | None) -> str | None:
-    """`TEXT_ONLY` when a 4xx answers a request that carried pictures or files (``body``, the
-    request sent) with a message naming them as refused ("Invalid content type. image_url is
-    only supported by certain models."); else None."""
+def refuses_content(status: int | None, message: str, sent: bytes | bool | None) -> str | None:
+    """`TEXT_ONLY` when a 4xx answers a request that carried pictures or files (``sent``: the
+    request's body, or whether it carried any) with a message naming them as refused
+    ("Invalid content type. image_url is only supported by certain models."); else None."""
     if status is None or not 400 <= status < 500 or status in (401, 403, 404, 429):
         return None
-    if not body or not _PARTS_SENT.search(body):
+    if not (_PARTS_SENT.search(sent) if isinstance(sent, bytes) else sent):
         return None
     if _NAMES_CONTENT.search(message) and _REFUSES.search(message):
         return TEXT_ONLY

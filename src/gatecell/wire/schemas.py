@@ -246,7 +246,9 @@ def check_parts(api: str, content: Any) -> Any:
 
 def _gc_part(part: dict[str, Any], where: str) -> None:
     if "type" in part:
-        raise ValueError(f"{where}generate-content parts have no type; they are {_SHAPES['generate-content']}")
+        raise ValueError(
+            f"{where}generate-content parts have no type; they are {_SHAPES['generate-content']}"
+        )
     if "text" in part:
         _string(part, "text", where)
     inline = part.get("inline_data", part.get("inlineData"))

@@ -126,13 +126,14 @@ def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[A
         if question:
             reply = f"You asked: “{_quoted(question)}”\n\n{reply}"
         return _styled(reply, system or "")
-    reply = _respond(question, history)
-    if reply is None:
-        reply = _describe(question, history, system or "")
-        if before:
-            from .vision import account
+    found = _respond(question, history)
+    if found is not None:
+        return _styled(found, system or "")
+    reply = _describe(question, history, system or "")
+    if before:
+        from .vision import account
 
-            reply += "\n\n" + account(before, earlier=True)
+        reply += "\n\n" + account(before, earlier=True)
     return _styled(reply, system or "")
 
 

@@ -72,8 +72,9 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
         else:
             kind = item.get("type") if isinstance(item, dict) else None
             raise Refused(
-                f"content part {i}: local-chat reads text, pictures and documents, "
-                f"not {kind!r} parts" if kind else f"content part {i}: not a part local-chat can read"
+                f"content part {i}: local-chat reads text, pictures and documents, not {kind!r} parts"
+                if kind
+                else f"content part {i}: not a part local-chat can read"
             )
     return "\n".join(texts), found
 
@@ -121,13 +122,13 @@ def _picture(picture: Attachment) -> str:
     fmt, size = (picture.media_type or "image").rpartition("/")[2].upper(), size_text(len(picture.data))
     head = f"{fmt}, {size}"
     try:
-        image = Image.open(io.BytesIO(picture.data))
-        width, height = image.size
+        opened = Image.open(io.BytesIO(picture.data))
+        width, height = opened.size
         head = f"{fmt} {width}x{height}, {size}"
         if width * height > MAX_PIXELS:
             return f"{head} (too large to measure: over {MAX_PIXELS:,} pixels)"
-        image.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
-        image = image.convert("RGBA")
+        opened.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
+        image = opened.convert("RGBA")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return f"{head}, which I could not decode as a picture"
     image.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
@@ -156,12 +157,11 @@ def _colours(image: Any) -> str:
         counts[PALETTE[index][0] if index < len(PALETTE) else PALETTE[0][0]] += count
     total = sum(counts.values())
     (top, most), *others = counts.most_common()
-    first, left = (top, most / total), total - most
-    rest = [(name, n / total) for name, n in others if n >= 0.05 * left][:4]
-    words = f"mostly {first[0]} ({_share(first[1])})"
+    left = total - most
+    rest = [f"{name} ({_share(n / total)})" for name, n in others if n >= 0.05 * left][:4]
+    words = f"mostly {top} ({_share(most / total)})"
     if rest:
-        others = [f"{name} ({_share(share)})" for name, share in rest]
-        words += ", then " + (", ".join(others[:-1]) + " and " + others[-1] if len(others) > 1 else others[0])
+        words += ", then " + (", ".join(rest[:-1]) + " and " + rest[-1] if len(rest) > 1 else rest[0])
     return words
 
 
@@ -202,7 +202,8 @@ def _document(document: Attachment) -> str:
         return _pdf(document.data, size)
     if (document.media_type or "").startswith("text/") or document.kind == "text":
         text = document.data.decode("utf-8", "replace")
-        return f"{document.media_type or 'text'}, {size}: {text.count(chr(10)) + 1:,} lines, {len(text):,} characters"
+        lines = text.count("\n") + 1
+        return f"{document.media_type or 'text'}, {size}: {lines:,} lines, {len(text):,} characters"
     return f"{document.media_type or 'a file of unknown type'}, {size}"
 
 
@@ -216,5 +217,7 @@ def _pdf(data: bytes, size: str) -> str:
         chars = sum(len(page.extract_text() or "") for page in reader.pages[:_MAX_PAGES])
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return f"PDF, {size}, which pypdf could not read"
-    counted = f"{chars:,} characters of text" + (f" in its first {_MAX_PAGES} pages" if pages > _MAX_PAGES else "")
+    counted = f"{chars:,} characters of text" + (
+        f" in its first {_MAX_PAGES} pages" if pages > _MAX_PAGES else ""
+    )
     return f"PDF, {size}: {pages} page{'s' if pages != 1 else ''}, {counted}"
