@@ -189,7 +189,9 @@ def test_file_errors_are_one_line(tmp_path, monkeypatch):
     with pytest.raises(InvalidRequest, match="not a picture, a PDF or text"):
         load(blob)
     monkeypatch.setenv("GATECELL_FILE_MAX_BYTES", "100")
-    with pytest.raises(InvalidRequest, match=r"over the 100 bytes a file may have \(GATECELL_FILE_MAX_BYTES\)"):
+    with pytest.raises(
+        InvalidRequest, match=r"over the 100 bytes a file may have \(GATECELL_FILE_MAX_BYTES\)"
+    ):
         load(blob)
 
 

@@ -51,7 +51,9 @@ def pdf() -> Attachment:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="pdf")
     plt.close(fig)
-    return Attachment("document", "application/pdf", buffer.getvalue(), name="findings.pdf", description="PDF")
+    return Attachment(
+        "document", "application/pdf", buffer.getvalue(), name="findings.pdf", description="PDF"
+    )
 
 
 def _png_size(b64: str) -> tuple[int, int]:
@@ -261,14 +263,22 @@ def test_the_chat_to_responses_fallback_carries_the_picture(make, fault, figure)
 @pytest.mark.parametrize(
     ("method", "content", "says"),
     [
-        ("chat", [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}], "http(s) URL or a data"),
+        (
+            "chat",
+            [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}],
+            "http(s) URL or a data",
+        ),
         ("chat", [{"type": "image", "source": {}}], "image is a messages part; chat takes"),
         ("chat", [{"type": "video_url", "video_url": {}}], "type must be one of text, image_url"),
         ("chat", [{"type": "file", "file": {}}], "needs exactly one of file_data, file_id"),
         ("chat", ["just a string"], "part 0: must be an object"),
         ("chat", [], "must not be an empty list"),
         ("messages", [{"type": "image_url", "image_url": {"url": "x"}}], "image_url is a chat part"),
-        ("messages", [{"type": "image", "source": {"type": "file", "path": "/etc"}}], "must be base64 or url"),
+        (
+            "messages",
+            [{"type": "image", "source": {"type": "file", "path": "/etc"}}],
+            "must be base64 or url",
+        ),
         ("messages", [{"text": "no type"}], "needs a type"),
         ("responses", [{"type": "input_image", "image_url": "data:image/png,raw"}], "http(s) URL or a data"),
         ("generate-content", [{"type": "text", "text": "x"}], "generate-content parts have no type"),
@@ -327,7 +337,9 @@ def test_the_log_keeps_type_size_and_sha256_not_the_bytes(make, figure):
     (row,) = _rows(gw)
     content = row["messages"][0]["content"]
     assert content[0] == {"type": "text", "text": QUESTION}
-    assert {k: content[1][k] for k in ("type", "kind", "media_type", "size", "sha256", "width", "height")} == {
+    assert {
+        k: content[1][k] for k in ("type", "kind", "media_type", "size", "sha256", "width", "height")
+    } == {
         "type": "attachment",
         "kind": "image",
         "media_type": "image/png",

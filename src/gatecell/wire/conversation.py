@@ -179,9 +179,13 @@ _DATA_URL = re.compile(r"data:(?P<type>[\w.+-]+/[\w.+-]+)(?P<params>(?:;[\w.+-]+
 
 
 def _decoded(data: Any, where: str) -> bytes:
+    """Base64 as the APIs take it: the standard alphabet, or the URL-safe one (the Google
+    SDK sends that), checked strictly."""
     if not isinstance(data, str) or not data:
         raise InvalidRequest(where, "must be a non-empty base64 string")
     try:
+        if "-" in data or "_" in data:
+            return base64.b64decode(data, altchars=b"-_", validate=True)
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRequest(where, "is not valid base64") from None
