@@ -21,11 +21,11 @@ from google import genai
 from google.genai import types
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.pyplot as plt
+from PIL import Image
 
-from gatecell.wire.attachments import attachment_of  # noqa: E402
-from gatecell.wire.client import Gateway  # noqa: E402
+from gatecell.wire.attachments import attachment_of
+from gatecell.wire.client import Gateway
 
 
 def _chart() -> bytes:

@@ -11,13 +11,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
 
-from gatecell.wire.attachments import Attachment, attachment_of, load, picture_of  # noqa: E402
-from gatecell.wire.errors import InvalidRequest  # noqa: E402
+from gatecell.wire.attachments import Attachment, attachment_of, load, picture_of
+from gatecell.wire.errors import InvalidRequest
 
 
 def _figure(width: float = 6.4, height: float = 4.8, dpi: int = 100):

@@ -17,16 +17,16 @@ import re
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+from PIL import Image
 
-from gatecell import store  # noqa: E402
-from gatecell.store.keys import gateway_address  # noqa: E402
-from gatecell.store.queries import chat_messages  # noqa: E402
-from gatecell.wire.attachments import Attachment, attachment_of  # noqa: E402
-from gatecell.wire.conversation import content_summary, for_api, neutral, parts, to_responses  # noqa: E402
-from gatecell.wire.errors import TEXT_ONLY, APIError, InvalidRequest, refuses_content  # noqa: E402
+from gatecell import store
+from gatecell.store.keys import gateway_address
+from gatecell.store.queries import chat_messages
+from gatecell.wire.attachments import Attachment, attachment_of
+from gatecell.wire.conversation import content_summary, for_api, neutral, parts, to_responses
+from gatecell.wire.errors import TEXT_ONLY, APIError, InvalidRequest, refuses_content
 
 QUESTION = "What does this plot show?"
 

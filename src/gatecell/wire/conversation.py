@@ -353,7 +353,11 @@ def content_text(content: Any) -> str:
         else:
             attachment = _item(found, 0)
             piece = f"[{attachment.kind}: {attachment.description}]"
-        if pieces and piece and not (pieces[-1][-1:].isspace() or piece[:1].isspace()):
+        if (
+            pieces
+            and piece
+            and not (pieces[-1][-1:].isspace() or piece[:1].isspace() or piece[0] in ".,;:!?)")
+        ):
             pieces.append(" ")
         pieces.append(piece)
     return "".join(pieces)
