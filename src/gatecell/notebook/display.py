@@ -239,13 +239,17 @@ THUMBNAIL = 160
 
 
 def show_prompt(content: Any) -> None:
-    """The prompt as sent (``--show-prompt``): its text fenced; each picture as a thumbnail
+    """The prompt as sent (``--show-prompt``): its text fenced (a plain prompt as Markdown,
+    through `show_markdown`); each picture as a thumbnail
     made here from its own bytes (a small PNG in a data URL: never the picture's base64),
     with its format, dimensions and size; each file and URL by name and size."""
     from gatecell.text import fence
     from gatecell.wire.conversation import content_text
 
-    items = [content] if isinstance(content, str) else list(content)
+    if isinstance(content, str):
+        show_markdown(f"*prompt sent ({len(content):,} characters):*\n\n{fence(content, 'text')}")
+        return
+    items = list(content)
     texts = [item for item in items if isinstance(item, str)]
     others = [item for item in items if not isinstance(item, str)]
     chars = sum(len(t) for t in texts)

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from gatecell.wire.apis import api_of
+from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
 from gatecell.wire.secret import Secret, redact
 
 from .keys import cache_key, gateway_address
@@ -165,8 +166,6 @@ def _prompt_of(body: Any) -> str | None:
 def _without_bytes(messages: list[Any]) -> list[Any]:
     """The turns with every picture or file they carry as its type, size and sha256
     (`content_summary`): the log keeps the bytes only with ``log_media``."""
-    from gatecell.wire.conversation import content_summary
-
     out = []
     for item in messages:
         if isinstance(item, Mapping):

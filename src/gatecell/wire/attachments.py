@@ -536,34 +536,16 @@ def _saved(image: PILImage, photo: bool) -> bytes:
 
 def of_bytes(data: bytes, media_type: str | None, *, name: str | None = None) -> Attachment:
     """Bytes that arrived as a content part (a data URL, a base64 field), as they are: never
-    encoded again. A picture's size is read from its header when Pillow knows the format."""
+    encoded again, nor decoded (so no picture library is needed: the log's writer reads
+    parts with it). The type is the bytes' own when they begin like a picture."""
     media_type = sniff(data) or media_type or "application/octet-stream"
-    if not media_type.startswith("image/"):
-        what = "PDF" if media_type == "application/pdf" else media_type
-        return Attachment(
-            "document",
-            media_type,
-            data,
-            name=name,
-            description=f"{what} {name + ', ' if name else ''}{size_text(len(data))}",
-            source="content part",
-        )
-    width = height = None
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        width, height = Image.open(io.BytesIO(data)).size
-    except (UnidentifiedImageError, OSError, ValueError):
-        pass
-    fmt = media_type.rpartition("/")[2].upper()
-    shape = f" {width}x{height}" if width else ""
+    kind: Kind = "image" if media_type.startswith("image/") else "document"
+    what = "PDF" if media_type == "application/pdf" else media_type.rpartition("/")[2].upper()
     return Attachment(
-        "image",
+        kind,
         media_type,
         data,
         name=name,
-        width=width,
-        height=height,
-        description=f"{fmt}{shape}, {size_text(len(data))}",
+        description=f"{what} {name + ', ' if name else ''}{size_text(len(data))}",
         source="content part",
     )

@@ -29,12 +29,10 @@ import binascii
 import hashlib
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .attachments import Attachment, attachment_of, of_bytes, of_url
 from .errors import InvalidRequest
-
-if TYPE_CHECKING:
-    from .attachments import Attachment
 
 __all__ = [
     "TEXT_APIS",
@@ -75,8 +73,6 @@ def parts(api: str, content: Any) -> Any:
 def _item(item: Item, i: int) -> Any:
     if isinstance(item, (str, dict)):
         return item
-    from .attachments import Attachment, attachment_of
-
     found = item if isinstance(item, Attachment) else attachment_of(item)
     if found is None:
         raise InvalidRequest(
@@ -193,8 +189,6 @@ def _decoded(data: Any, where: str) -> bytes:
 
 def _from_url(url: Any, where: str, name: str | None = None) -> Attachment:
     """An attachment of a ``data:`` URL (decoded) or of an ``http(s)`` URL (kept as a URL)."""
-    from .attachments import of_bytes, of_url
-
     if not isinstance(url, str):
         raise InvalidRequest(where, "must be a URL string")
     found = _DATA_URL.match(url)
@@ -238,8 +232,6 @@ def neutral(part: Any, where: str = "content") -> Any:
         return _source(part.get("source"), f"{where}.source")
     inline = part.get("inline_data", part.get("inlineData"))
     if kind is None and isinstance(inline, dict):
-        from .attachments import of_bytes
-
         mime = inline.get("mime_type", inline.get("mimeType"))
         return of_bytes(_decoded(inline.get("data"), f"{where}.inline_data.data"), mime)
     linked = part.get("file_data", part.get("fileData"))
@@ -251,8 +243,6 @@ def neutral(part: Any, where: str = "content") -> Any:
 
 def _source(source: Any, where: str) -> Any:
     """A messages block's ``source``: base64 data, a URL, or plain text (a text document)."""
-    from .attachments import of_bytes
-
     if not isinstance(source, dict):
         raise InvalidRequest(where, "must be an object with a type (base64, url or text)")
     kind = source.get("type")
