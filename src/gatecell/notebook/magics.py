@@ -85,6 +85,8 @@ HELP = """gatecell magics (each takes --help):
   Line forms work too: %chat what is 2+2?
   Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
+  Pictures and files: {fig} puts a figure, an image or an array in the prompt; --image PATH|URL|VAR,
+  --last-plot (the last picture shown), --file PATH (text, or a PDF; --as-text sends its text).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
