@@ -15,7 +15,6 @@ import anthropic
 import httpx
 import matplotlib
 import numpy as np
-import openai
 import pytest
 from google import genai
 from google.genai import types
@@ -69,14 +68,6 @@ CHART, PHOTO, PDF = _chart(), _photo(), _pdf()
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def client(local_gateway):
-    with openai.OpenAI(
-        base_url=f"{local_gateway.base_url}/v1", api_key=local_gateway.api_key.reveal(), max_retries=0
-    ) as c:
-        yield c
 
 
 def test_openai_chat_with_a_chart_and_a_photo(client):

@@ -13,7 +13,7 @@ import sqlite3
 import time
 
 import pytest
-from kernels import displays, execute, kernel_env, stream_text
+from kernels import displays, execute, running, stream_text
 from PIL import Image
 
 FIGURE = """\
@@ -31,25 +31,14 @@ print(hashlib.sha256(buffer.getvalue()).hexdigest())
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory, recording_gateway):
-    from jupyter_client import KernelManager
-
     home = tmp_path_factory.mktemp("home")
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(
-        env=kernel_env(
-            GATECELL_BASE_URL=recording_gateway.base_url,
-            GATECELL_API_KEY=recording_gateway.api_key.reveal(),
-            GATECELL_HOME=str(home),
-        ),
-        cwd=str(tmp_path_factory.mktemp("kernel")),
-    )
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    execute(kc, "%load_ext gatecell")
-    yield kc, home
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    with running(
+        tmp_path_factory.mktemp("kernel"),
+        GATECELL_BASE_URL=recording_gateway.base_url,
+        GATECELL_API_KEY=recording_gateway.api_key.reveal(),
+        GATECELL_HOME=str(home),
+    ) as kc:
+        yield kc, home
 
 
 def _last_body(recording_gateway) -> dict:

@@ -64,10 +64,9 @@ def parts(api: str, content: Any) -> Any:
     if isinstance(content, dict):  # one part, already formed
         return [content]
     items = content if isinstance(content, (list, tuple)) else [content]
-    maker = _MAKERS.get(api)
-    if maker is None:
+    if api not in _MAKERS:
         raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
-    return [maker(_item(item, i)) for i, item in enumerate(items)]
+    return [_part(api, _item(item, i)) for i, item in enumerate(items)]
 
 
 def _item(item: Item, i: int) -> Any:
@@ -99,13 +98,12 @@ def with_parts(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def _chat(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
-    if isinstance(item, str):
-        return {"type": "text", "text": item}
-    if isinstance(item, dict):
-        return item
-    if item.kind == "text":
-        return {"type": "text", "text": item.text or ""}
+def _text(api: str, text: str) -> dict[str, Any]:
+    kind = {"generate-content": None, "responses": "input_text"}.get(api, "text")
+    return {"type": kind, "text": text} if kind else {"text": text}
+
+
+def _chat(item: Attachment) -> dict[str, Any]:
     if item.kind == "image":
         return {"type": "image_url", "image_url": {"url": item.data_url(), "detail": "auto"}}
     if item.url is not None:
@@ -115,13 +113,7 @@ def _chat(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": item.name or "document.pdf", "file_data": item.data_url()}}
 
 
-def _messages(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
-    if isinstance(item, str):
-        return {"type": "text", "text": item}
-    if isinstance(item, dict):
-        return item
-    if item.kind == "text":
-        return {"type": "text", "text": item.text or ""}
+def _messages(item: Attachment) -> dict[str, Any]:
     block = "image" if item.kind == "image" else "document"
     if item.url is not None:
         return {"type": block, "source": {"type": "url", "url": item.url}}
@@ -129,13 +121,7 @@ def _messages(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
     return {"type": block, "source": {"type": "base64", "media_type": media_type, "data": item.base64()}}
 
 
-def _generate_content(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
-    if isinstance(item, str):
-        return {"text": item}
-    if isinstance(item, dict):
-        return item
-    if item.kind == "text":
-        return {"text": item.text or ""}
+def _generate_content(item: Attachment) -> dict[str, Any]:
     if item.url is not None:
         if item.media_type is None:
             raise InvalidRequest(
@@ -147,13 +133,7 @@ def _generate_content(item: str | dict[str, Any] | Attachment) -> dict[str, Any]
     return {"inline_data": {"mime_type": item.media_type, "data": item.base64()}}
 
 
-def _responses(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
-    if isinstance(item, str):
-        return {"type": "input_text", "text": item}
-    if isinstance(item, dict):
-        return item
-    if item.kind == "text":
-        return {"type": "input_text", "text": item.text or ""}
+def _responses(item: Attachment) -> dict[str, Any]:
     if item.kind == "image":
         return {"type": "input_image", "image_url": item.data_url()}
     if item.url is not None:
@@ -161,12 +141,23 @@ def _responses(item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
     return {"type": "input_file", "filename": item.name or "document.pdf", "file_data": item.data_url()}
 
 
-_MAKERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+# How each API carries a picture or a file (text, and parts already formed, are common to all).
+_MAKERS: dict[str, Callable[[Attachment], dict[str, Any]]] = {
     "chat": _chat,
     "messages": _messages,
     "generate-content": _generate_content,
     "responses": _responses,
 }
+
+
+def _part(api: str, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return item
+    if isinstance(item, str):
+        return _text(api, item)
+    if item.kind == "text":
+        return _text(api, item.text or "")
+    return _MAKERS[api](item)
 
 
 # -- reading parts back -------------------------------------------------------------------------
