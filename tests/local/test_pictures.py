@@ -80,7 +80,9 @@ def test_openai_chat_with_a_chart_and_a_photo(client):
         model="local-chat", messages=[{"role": "user", "content": content}]
     )
     text = reply.choices[0].message.content
-    assert text.startswith("You asked: “What do these show?”\n\nI received 2 pictures.")
+    assert text.startswith(
+        "You asked: “What do these show? [picture 1] [picture 2]”\n\nI received 2 pictures."
+    )
     chart, photo = (line for line in text.splitlines() if line.startswith("- picture"))
     assert chart.startswith(f"- picture 1: PNG 400x300, {round(len(CHART) / 1024)} KB; mostly white")
     assert "blue" in chart and "orange" in chart and "looks like a chart or a diagram" in chart
@@ -141,7 +143,7 @@ def test_anthropic_messages_with_image_and_document_blocks(local_gateway):
         "- picture 2: by URL, https://pictures.invalid/x.png (not fetched: this gateway works offline)"
         in text
     )
-    assert "You asked: “a note Compare them.”" in text  # a text document is text
+    assert "You asked: “[picture 1] a note [picture 2] Compare them.”" in text  # a text document is text
 
 
 def test_google_genai_inline_data(local_gateway):

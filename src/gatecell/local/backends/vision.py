@@ -52,13 +52,15 @@ _MAX_PAGES = 200  # of a PDF whose text is counted
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
-    """The text of a message's content and the pictures and documents in it, in order."""
+    """The text of a message's content, each picture or document in it marked where it
+    was (``[picture 1]``, ``[document 1]``), and those pictures and documents, in order."""
     if isinstance(content, str):
         return content, []
     if not isinstance(content, list):
         raise Refused(f"message content must be a string or a list of parts, got {type(content).__name__}")
     texts: list[str] = []
     found: list[Attachment] = []
+    counts: Counter[str] = Counter()
     for i, part in enumerate(content):
         try:
             item = neutral(part, f"content.{i}")
@@ -69,6 +71,9 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
                 texts.append(item)
         elif isinstance(item, Attachment):
             found.append(item)
+            kind = "picture" if item.kind == "image" else "document"
+            counts[kind] += 1
+            texts.append(f"[{kind} {counts[kind]}]")
         else:
             kind = item.get("type") if isinstance(item, dict) else None
             raise Refused(
@@ -180,6 +185,8 @@ def _looks(image: Any) -> str:
         needed += 1
         if covered >= 0.9 * pixels:
             break
+    if background >= 0.99:
+        return "it is one plain colour"
     if background >= 0.35 and needed <= 16:
         few = "one colour covers" if needed == 1 else f"{needed} colours cover"
         return (
