@@ -271,7 +271,7 @@ def test_the_chat_to_responses_fallback_carries_the_picture(make, fault, figure)
         ("chat", [{"type": "image", "source": {}}], "image is a messages part; chat takes"),
         ("chat", [{"type": "video_url", "video_url": {}}], "type must be one of text, image_url"),
         ("chat", [{"type": "file", "file": {}}], "needs exactly one of file_data, file_id"),
-        ("chat", ["just a string"], "part 0: must be an object"),
+        ("chat", [42], "part 0: must be an object|an int is neither text"),
         ("chat", [], "must not be an empty list"),
         ("messages", [{"type": "image_url", "image_url": {"url": "x"}}], "image_url is a chat part"),
         (
@@ -287,7 +287,7 @@ def test_the_chat_to_responses_fallback_carries_the_picture(make, fault, figure)
 )
 def test_bad_parts_are_refused_in_one_line_before_sending(make, fault, method, content, says):
     gw = make("ok")
-    with pytest.raises(InvalidRequest, match=re.escape(says)) as caught:
+    with pytest.raises(InvalidRequest, match="|".join(map(re.escape, says.split("|")))) as caught:
         if method == "generate-content":
             gw.generate_content("gem", [{"role": "user", "parts": content}])
         elif method == "responses":

@@ -76,10 +76,14 @@ def _item(item: Item, i: int) -> Any:
     if found is None:
         raise InvalidRequest(
             f"content.{i}",
-            f"a {type(item).__name__} is neither text, a picture nor a file: "
+            f"{_article(type(item).__name__)} is neither text, a picture nor a file: "
             "put text in as a str, pictures as a figure, an image, an array, bytes or a path",
         )
     return found
+
+
+def _article(word: str) -> str:
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def with_parts(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

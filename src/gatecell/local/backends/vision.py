@@ -71,9 +71,9 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
                 texts.append(item)
         elif isinstance(item, Attachment):
             found.append(item)
-            kind = "picture" if item.kind == "image" else "document"
-            counts[kind] += 1
-            texts.append(f"[{kind} {counts[kind]}]")
+            label = "picture" if item.kind == "image" else "document"
+            counts[label] += 1
+            texts.append(f"[{label} {counts[label]}]")
         else:
             kind = item.get("type") if isinstance(item, dict) else None
             raise Refused(
