@@ -309,3 +309,17 @@ def test_a_picture_that_does_not_decode_is_said_so(client):
     ]
     text = client.chat.completions.create(model="local-chat", messages=[{"role": "user", "content": content}])
     assert "which I could not decode as a picture" in text.choices[0].message.content
+
+
+def test_a_plain_picture_and_one_too_large_to_measure(client):
+    def png(image: Image.Image) -> dict:
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_b64(buffer.getvalue())}"}}
+
+    content = [png(Image.new("RGB", (40, 30), "red")), png(Image.new("L", (5000, 4000), 255))]
+    text = client.chat.completions.create(model="local-chat", messages=[{"role": "user", "content": content}])
+    lines = text.choices[0].message.content.splitlines()
+    assert lines[-2].endswith("mostly red (100%); it is one plain colour")
+    assert lines[-1].startswith("- picture 2: PNG 5000x4000, ")
+    assert lines[-1].endswith("(too large to measure: over 16,000,000 pixels)")  # never decoded

@@ -46,7 +46,7 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("brown", (140, 90, 45)),
     ("beige", (225, 205, 160)),
 )
-MAX_PIXELS = 50_000_000  # a picture larger than this is described from its header only
+MAX_PIXELS = 16_000_000  # a picture larger than this is described from its header only
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
 _MAX_PAGES = 200  # of a PDF whose text is counted
 
@@ -133,10 +133,10 @@ def _picture(picture: Attachment) -> str:
         if width * height > MAX_PIXELS:
             return f"{head} (too large to measure: over {MAX_PIXELS:,} pixels)"
         opened.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
+        opened.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
         image = opened.convert("RGBA")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return f"{head}, which I could not decode as a picture"
-    image.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
     plain = Image.new("RGB", image.size, (255, 255, 255))
     plain.paste(image, mask=image.getchannel("A"))  # transparency reads as white paper
     return f"{head}; {_colours(plain)}; {_looks(plain)}"
