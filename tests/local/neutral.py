@@ -21,6 +21,7 @@ class Neutral:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.seen_auth: list[str] = []
+        self.bodies: list[bytes] = []  # as they arrived
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
@@ -31,6 +32,7 @@ class Neutral:
 
     async def chat(self, request: Request):
         self.seen_auth.append(request.headers.get("authorization", ""))
+        self.bodies.append(await request.body())
         if request.headers.get("authorization") != f"Bearer {UPSTREAM_KEY}":
             return JSONResponse({"error": {"message": "bad upstream key"}}, status_code=401)
         body = await request.json()

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from typed_models import Person, Review
 
 from gatecell.gateway import Gateway
-from gatecell.local.backends import chatbot, typed
+from gatecell.local.backends import Refused, chatbot, typed
 from gatecell.wire.errors import BadRequestError
 from gatecell.wire.structured import Schema, instruction, parse, parse_reply, request_fields
 
@@ -228,7 +228,7 @@ def test_a_schema_nested_too_deep_is_refused():
     node: dict = {"type": "string"}
     for _ in range(chatbot.MAX_DEPTH + 2):
         node = {"type": "object", "properties": {"x": node}}
-    with pytest.raises(chatbot.Refused, match="levels deep"):
+    with pytest.raises(Refused, match="levels deep"):
         typed.fill(node, "text")
 
 

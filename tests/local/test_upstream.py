@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import httpx
@@ -42,6 +43,27 @@ def test_remote_model_is_forwarded_with_the_upstream_key(chain):
     assert reply.choices[0].message.content == "remote says ping"
     assert local.choices[0].message.content == "1+1 = 2"
     assert neutral.seen_auth == [f"Bearer {UPSTREAM_KEY}"]  # never the caller's key
+
+
+def test_content_parts_are_relayed_untouched(chain):
+    """Pictures in a prompt for a remote model reach it byte for byte: the forwarder neither
+    reads nor rewrites them (nor does the gateway in between)."""
+    neutral, front = chain
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40).decode()
+    parts = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}", "detail": "high"}},
+        {"type": "image_url", "image_url": {"url": "https://pictures.invalid/cat.png"}},
+        {
+            "type": "video_url",
+            "video_url": {"url": "https://pictures.invalid/cat.mp4"},
+        },  # unknown here: relayed
+    ]
+    sent = json.dumps({"model": "remote-chat", "messages": [{"role": "user", "content": parts}]}).encode()
+    headers = {"authorization": f"Bearer {front.api_key.reveal()}", "content-type": "application/json"}
+    r = httpx.post(f"{front.base_url}/v1/chat/completions", content=sent, headers=headers, timeout=15)
+    assert r.status_code == 200, r.text
+    assert neutral.bodies == [sent]
 
 
 def test_streams_are_relayed_event_by_event(chain):

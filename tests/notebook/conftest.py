@@ -69,6 +69,9 @@ class _Handler(BaseHTTPRequestHandler):
                 400,
                 {"error": {"message": "context too long for this model", "type": "invalid_request_error"}},
             )
+        elif mode == "text_only":  # a model that refuses pictures, worded as providers word it
+            message = "Invalid content type. image_url is only supported by certain models."
+            self._json(400, {"error": {"message": message, "type": "invalid_request_error", "code": None}})
         elif mode == "unknown_model":
             self._json(
                 404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}}

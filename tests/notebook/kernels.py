@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import queue
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -13,6 +15,25 @@ def kernel_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
     env.update(extra)
     return env
+
+
+@contextmanager
+def running(cwd: Any, **env: str) -> Iterator[Any]:
+    """A python3 kernel started in ``cwd`` with `kernel_env` (``env`` on top), ready, with
+    gatecell loaded; yields its client and shuts it down afterwards."""
+    from jupyter_client import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=kernel_env(**env), cwd=str(cwd))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        execute(kc, "%load_ext gatecell")
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def execute(kc: Any, code: str, *, timeout: float = 60, on_message: Any = None) -> tuple[dict, list[dict]]:

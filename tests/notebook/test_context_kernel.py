@@ -6,27 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from kernels import displays, execute, kernel_env, stream_text
+from kernels import displays, execute, running, stream_text
 
 CHARS = 1500
 
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory, recording_gateway):
-    from jupyter_client import KernelManager
-
-    km = KernelManager(kernel_name="python3")
-    env = kernel_env(
-        GATECELL_BASE_URL=recording_gateway.base_url, GATECELL_API_KEY=recording_gateway.api_key.reveal()
-    )
-    km.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    run(kc, f"%load_ext gatecell\n%config Gatecell.context_chars = {CHARS}")
-    yield kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    with running(
+        tmp_path_factory.mktemp("kernel"),
+        GATECELL_BASE_URL=recording_gateway.base_url,
+        GATECELL_API_KEY=recording_gateway.api_key.reveal(),
+    ) as kc:
+        run(kc, f"%config Gatecell.context_chars = {CHARS}")
+        yield kc
 
 
 def run(kc, code: str) -> tuple[dict, list[dict]]:

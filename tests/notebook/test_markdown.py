@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from gatecell.notebook.markdown import NOT_MATH, escape, fence, stylesheet, to_html
+from gatecell.notebook.markdown import NOT_MATH, escape, stylesheet, to_html
+from gatecell.wire.text import fence
 
 OPEN = f'<div class="gatecell-md {NOT_MATH}">'
 

@@ -581,6 +581,23 @@ async def reasoner(srv: FaultServer, req: Request, resp: Response) -> None:
     await ok(srv, req, resp)
 
 
+async def text_only(srv: FaultServer, req: Request, resp: Response) -> None:
+    """A text-only model: a picture in a chat request is refused, as providers word it."""
+    if b'"image_url"' in req.body:
+        return await resp.json(
+            400,
+            {
+                "error": {
+                    "message": "Invalid content type. image_url is only supported by certain models.",
+                    "type": "invalid_request_error",
+                    "param": "messages.[0].content.[1].type",
+                    "code": None,
+                }
+            },
+        )
+    await ok(srv, req, resp)
+
+
 async def sse_for_plain(srv: FaultServer, req: Request, resp: Response) -> None:
     await resp.events(CHAT_STREAM)
 
@@ -707,6 +724,7 @@ SCENARIOS: dict[str, Handler] = {
     "error200": error200,
     "echo-key": echo_key,
     "reasoner": reasoner,
+    "text-only": text_only,
     "sse-for-plain": sse_for_plain,
     "not-json": not_json,
     "native-errors": native_errors,

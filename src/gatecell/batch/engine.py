@@ -136,8 +136,9 @@ class Engine:
     def total(self) -> int | None:
         return self.rows.total
 
-    def program_for(self, prompt: str) -> Program[Any]:
-        messages = [*self._system, {"role": "user", "content": prompt}]
+    def program_for(self, prompt: str | list[Any]) -> Program[Any]:
+        """The request program of one row's prompt: its text, or text and pictures in order."""
+        messages: list[dict[str, Any]] = [*self._system, {"role": "user", "content": prompt}]
         method, arguments = for_api(self.api, self.model, messages, **self._sampling)
         return getattr(self.programs, method)(stream=False, **arguments)
 
@@ -179,7 +180,7 @@ class Engine:
         sender = _RowSender(self)
         usage: Any = None  # as the reply gave it, for the log
         try:
-            prompt = self.template.fill(fields)
+            prompt = self.template.fill(fields, pictures=True)
             result = await arun(self.program_for(prompt), sender)
         except RowError as exc:
             row.error = str(exc)

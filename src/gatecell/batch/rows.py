@@ -6,7 +6,10 @@ list of dicts, a list of plain values (``{item}``), or any iterable, consumed as
 asks for rows. `Template` fills ``{field}``: a Python name, with attributes and indexes
 (``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{``/``}}`` for
 braces. The magics fill ``{name}`` from the notebook's variables with the same grammar
-(`FIELD`, used by `gatecell.notebook.template`).
+(`FIELD`, used by `gatecell.notebook.template`). A field whose value is a picture (a PIL
+image, picture bytes, a figure, a path to a picture file: `gatecell.wire.attachments.picture_of`)
+puts the picture in the prompt, which is then a list of text and pictures that each API
+sends as content parts.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import itertools
 import re
 import string
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
+from gatecell.wire.attachments import picture_of
 from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.text import joined
 
 __all__ = ["Template", "Rows", "RowError", "FIELD", "FORMATTER"]
 
@@ -68,8 +73,15 @@ class Template:
                 "has no {field}: every row would send the same prompt (see the help for the fields)",
             )
 
-    def fill(self, fields: Mapping[str, Any]) -> str:
-        out = []
+    @overload
+    def fill(self, fields: Mapping[str, Any]) -> str: ...
+    @overload
+    def fill(self, fields: Mapping[str, Any], *, pictures: bool) -> str | list[Any]: ...
+    def fill(self, fields: Mapping[str, Any], *, pictures: bool = False) -> str | list[Any]:
+        """The prompt of one row: its text; with ``pictures``, its text and pictures in order
+        when a field's value is a picture (module docstring)."""
+        out: list[Any] = []
+        found = False
         for literal, field, conv, spec in self._parts:
             try:
                 value, _ = FORMATTER.get_field(field, (), fields)
@@ -78,6 +90,15 @@ class Template:
                 raise RowError(f"{{{field}}}: this row has no field {name!r}") from None
             except (AttributeError, IndexError, TypeError) as exc:
                 raise RowError(f"{{{field}}}: {exc}") from None
+            if pictures and not conv and not spec:
+                try:
+                    picture = picture_of(value)
+                except InvalidRequest as exc:
+                    raise RowError(f"{{{field}}}: {exc.message}") from None
+                if picture is not None:
+                    out += (literal, picture)
+                    found = True
+                    continue
             try:
                 text = FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec)
             except (ValueError, TypeError) as exc:
@@ -85,7 +106,7 @@ class Template:
             out.append(literal)
             out.append(text)
         out.append(self._tail)
-        return "".join(out)
+        return joined(out) if found else "".join(out)
 
     def __repr__(self) -> str:
         return f"Template({self.text!r})"

@@ -4,8 +4,10 @@ Loading is cheap on purpose: nothing here imports the client, ipywidgets or the 
 gateway; the first magic that needs them does. Loading also installs these in the shell:
 a handler that prints gatecell's errors (from a magic or from any code) as one line
 instead of a traceback, and keeps them as the session's last error as IPython does for the
-others; a hook that settles the values magics return (see `values`); and two input
-transformers (`_keep_questions`, `_empty_cells`). Unloading removes them all.
+others; a hook that settles the values magics return (see `values`); two input
+transformers (`_keep_questions`, `_empty_cells`); and, in a kernel, display hooks that
+remember the last picture shown, for ``--last-plot`` (see `plots`). Unloading removes them
+all.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
     from .config import Gatecell
     from .magics import GatecellMagics, Interrupted
+    from .plots import LastPlot
     from .session import NotebookSession
 
     config = Gatecell(parent=ipython)
@@ -82,6 +85,7 @@ def load_ipython_extension(ipython: Any) -> None:
     if own is not None:  # a panel made before loading shares its conversations with the magics
         session.memory = own.memory
     magics = GatecellMagics(ipython, session)
+    magics.plots = LastPlot(ipython).install()
     ipython.register_magics(magics)
     previous = (ipython.custom_exceptions, getattr(ipython, "CustomTB", None))
     ipython.set_custom_exc((GatecellError, Interrupted), _show_error)
@@ -155,6 +159,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     if handler is not None:
         ipython.CustomTB = handler
     ipython.events.unregister("post_run_cell", _settle)
+    if magics.plots is not None:
+        magics.plots.uninstall()
     for transformer in _TRANSFORMERS:
         if transformer in ipython.input_transformers_cleanup:
             ipython.input_transformers_cleanup.remove(transformer)

@@ -39,7 +39,8 @@ EXPLAIN = (
 def recent_cells(shell: Any, n: int, *, rows: int, chars: int) -> str:
     """The last ``n`` cells run before the current one, labelled: each one's source, what it
     printed and the error it raised (where IPython keeps them), and its ``Out`` value."""
-    from .markdown import fence
+    from gatecell.wire.text import fence
+
     from .summary import clip, summarize
 
     history = shell.history_manager
@@ -81,7 +82,8 @@ def last_error(shell: Any, *, chars: int) -> str | None:
     exc = exc if exc is not None else getattr(sys, "last_value", None)
     if not isinstance(exc, BaseException):
         return None
-    from .markdown import fence
+    from gatecell.wire.text import fence
+
     from .summary import clip
 
     frames = list(traceback.extract_tb(exc.__traceback__))

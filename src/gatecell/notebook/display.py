@@ -48,6 +48,7 @@ __all__ = [
     "media_bundle",
     "show_media",
     "show_markdown",
+    "show_prompt",
     "show_table",
     "Progress",
 ]
@@ -234,6 +235,72 @@ def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: 
     """
     live = LiveMarkdown(rich=True)
     live.finish(markdown, prov=prov, footer=footer)
+
+
+THUMBNAIL = 160
+"""The largest side of a picture's thumbnail in ``--show-prompt``, in pixels."""
+
+
+def show_prompt(content: Any) -> None:
+    """The prompt as sent (``--show-prompt``): its text fenced (a plain prompt as Markdown,
+    through `show_markdown`); each picture as a thumbnail
+    made here from its own bytes (a small PNG in a data URL: never the picture's base64),
+    with its format, dimensions and size; each file and URL by name and size."""
+    from gatecell.wire.conversation import content_text
+    from gatecell.wire.text import fence
+
+    if isinstance(content, str):
+        show_markdown(f"*prompt sent ({len(content):,} characters):*\n\n{fence(content, 'text')}")
+        return
+    items = list(content)
+    texts = [item for item in items if isinstance(item, str)]
+    others = [item for item in items if not isinstance(item, str)]
+    chars = sum(len(t) for t in texts)
+    counted = f"{chars:,} characters" + (
+        f", {len(others)} attachment{'s' if len(others) != 1 else ''}" if others else ""
+    )
+    parts = [f"<p><em>prompt sent ({counted}):</em></p>"]
+    for item in items:
+        if isinstance(item, str):
+            parts.append(to_html(fence(item, "text")))
+        elif item.kind == "text" and item.text:
+            parts.append(f"<p><sub>{html.escape(item.description)}</sub></p>" + to_html(item.text))
+        else:
+            parts.append(_attached_html(item))
+    plain = f"prompt sent ({counted}):\n{content_text(content)}"
+    display({"text/html": "".join(parts), "text/plain": plain}, raw=True)
+
+
+def _attached_html(item: Any) -> str:
+    """A picture's thumbnail and caption, or a file's or URL's line; every word escaped."""
+    caption = html.escape(item.description)
+    if item.url is not None:
+        return f"<p><sub>{caption} (passed on to the gateway, not fetched here)</sub></p>"
+    thumbnail = _thumbnail(item.data) if item.kind == "image" and item.data else None
+    if thumbnail is None:
+        return f"<p><sub>{caption}</sub></p>"
+    data, width, height = thumbnail
+    return (
+        '<figure style="display:inline-block;margin:4px 8px 4px 0">'
+        f'<img src="{_data_uri(data, "image/png")}" width="{width}" height="{height}" alt="{caption}"/>'
+        f"<figcaption><sub>{caption}</sub></figcaption></figure>"
+    )
+
+
+def _thumbnail(data: bytes) -> tuple[bytes, int, int] | None:
+    """A PNG at most `THUMBNAIL` pixels a side of a picture's bytes; None when Pillow cannot read it."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.thumbnail((THUMBNAIL, THUMBNAIL))
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+    except (UnidentifiedImageError, OSError, ValueError):
+        return None
+    return buffer.getvalue(), image.size[0], image.size[1]
 
 
 def show_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, note: str = "") -> None:

@@ -23,6 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from .options import OPTIONS, HelpShown, MagicParser, parse, parse_words, parser_for
 
 if TYPE_CHECKING:
+    from .plots import LastPlot
     from .session import NotebookSession
 
 __all__ = ["GatecellMagics", "Interrupted", "PARSERS"]
@@ -39,13 +40,17 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             *("model", "temperature", "top_p", "max_tokens", "system", "conversation", "new", "no_stream"),
             *("api", "cells", "error", "code", "show_prompt"),
+            *("image", "last_plot", "file", "as_text"),
             "cache",
             *("over", "jobs", "rpm", "tpm"),
         ),
     ),
     "reason": (
         "Ask a reasoning model through /v1/responses (no conversation memory).",
-        ("model", "effort", "max_tokens", "no_stream", "cells", "error", "code", "show_prompt", "cache"),
+        (
+            *("model", "effort", "max_tokens", "no_stream", "cells", "error", "code", "show_prompt"),
+            *("image", "last_plot", "file", "as_text", "cache"),
+        ),
     ),
     "image": (
         "Generate an image (/v1/images/generations); it is embedded in the output.",
@@ -68,6 +73,8 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 PARSERS: dict[str, MagicParser] = {}
 
+_TEXT_MAGICS = ("chat", "reason")  # the magics whose prompt may hold pictures and files
+
 HELP = """gatecell magics (each takes --help):
   %%chat     chat; streams live; conversation memory (-c NAME, --new);
              --api chat|messages|generate-content|responses
@@ -78,6 +85,8 @@ HELP = """gatecell magics (each takes --help):
   Line forms work too: %chat what is 2+2?
   Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
+  Pictures and files: {fig} puts a figure, an image or an array in the prompt; --image PATH|URL|VAR,
+  --last-plot (the last picture shown), --file PATH (text, or a PDF; --as-text sends its text).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
@@ -154,6 +163,7 @@ class GatecellMagics(Magics):
     def __init__(self, shell: Any, session: NotebookSession) -> None:
         super().__init__(shell)
         self.session = session
+        self.plots: LastPlot | None = None  # set by %load_ext: the last picture shown, for --last-plot
 
     @property
     def namespace(self) -> dict[str, Any]:
@@ -211,27 +221,69 @@ class GatecellMagics(Magics):
         return self._run("music", line, cell, self._music)
 
     def _run(
-        self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, str], Any]
+        self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, Any], Any]
     ) -> Any:
         try:
-            ns, prompt = parse(parser(name), line, cell)
+            ns, text = parse(parser(name), line, cell)
         except HelpShown:
             return None
         if ns.out is not None and not ns.out.isidentifier():
             raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
-        if not prompt.strip() and not getattr(ns, "error", False):
+        attached = self._attached(name, ns)  # --image, --last-plot, --file: read before anything is sent
+        if not text.strip() and not getattr(ns, "error", False) and not attached:
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
+        prompt: Any = text
         if not ns.no_interpolate and not getattr(ns, "over", None):  # --over fills {field} per row
             from .template import interpolate
 
             rows, chars = self.defaults.context_rows, self.defaults.context_chars
-            prompt = interpolate(prompt, self.namespace, rows=rows, chars=chars)
+            pictures = name in _TEXT_MAGICS
+            prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
+        from .template import joined
 
+        prompt = joined([*_stripped(prompt), *attached])  # the text, then what the options attach
         cache = True if getattr(ns, "cache", False) else None
         with calls_in(self.shell, conversation=getattr(ns, "conversation", None), cache=cache):
-            return self._guard(ns, lambda: handler(ns, prompt.strip()))
+            return self._guard(ns, lambda: handler(ns, prompt))
+
+    def _attached(self, name: str, ns: argparse.Namespace) -> list[Any]:
+        """The pictures and documents ``--image``, ``--last-plot`` and ``--file`` name, read
+        now: a path that does not exist, a file over the cap, a value that is no picture is
+        one line, and nothing is sent."""
+        if name not in _TEXT_MAGICS:
+            return []
+        from gatecell.wire.attachments import attachment_of, load
+        from gatecell.wire.errors import InvalidRequest
+
+        found: list[Any] = []
+        chars = self.defaults.context_chars
+        try:
+            for source in ns.image or []:
+                value = self.namespace.get(source, source) if source.isidentifier() else source
+                picture = attachment_of(value) if not isinstance(value, str) else load(value, chars=chars)
+                if picture is None or picture.kind != "image":
+                    what = type(value).__name__ if picture is None else picture.description
+                    raise UsageError(
+                        f"%{name} --image {source}: not a picture ({what}); --file attaches documents"
+                    )
+                found.append(picture)
+            if ns.last_plot:
+                png = self.plots.last() if self.plots is not None else None
+                if png is None:
+                    raise UsageError(
+                        f"%{name} --last-plot: no cell has shown a picture yet (nothing was sent)"
+                    )
+                found.append(attachment_of(png))
+            for path in ns.file or []:
+                document = load(path, chars=chars)
+                found.append(
+                    document.as_text(chars) if ns.as_text and document.kind == "document" else document
+                )
+        except InvalidRequest as exc:
+            raise UsageError(f"%{name}: {exc.message}") from None
+        return found
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
@@ -274,7 +326,7 @@ class GatecellMagics(Magics):
 
     # -- conversation --------------------------------------------------------------------
 
-    def _chat(self, ns: argparse.Namespace, prompt: str) -> Any:
+    def _chat(self, ns: argparse.Namespace, prompt: Any) -> Any:
         if ns.over:
             return self._over(ns, prompt)
         prompt = self._context(ns, prompt)
@@ -310,7 +362,7 @@ class GatecellMagics(Magics):
         options["system"] = ns.system or self.defaults.system or None
         return self.session.gateway.map(template, self.namespace[ns.over], **options)
 
-    def _reason(self, ns: argparse.Namespace, prompt: str) -> Any:
+    def _reason(self, ns: argparse.Namespace, prompt: Any) -> Any:
         prompt = self._context(ns, prompt)
         if not prompt:
             return None
@@ -320,7 +372,7 @@ class GatecellMagics(Magics):
                 ns, prompt, [{"role": "user", "content": prompt}], model, "responses", effort=ns.effort
             )
 
-    def _context(self, ns: argparse.Namespace, prompt: str) -> str:
+    def _context(self, ns: argparse.Namespace, prompt: Any) -> Any:
         """The prompt with what ``--cells`` and ``--error`` ask for ahead of it, redacted.
         Empty when ``--error`` finds no error: that is said in one line, and nothing is sent."""
         cells, error = getattr(ns, "cells", None), getattr(ns, "error", False)
@@ -338,13 +390,19 @@ class GatecellMagics(Magics):
             parts.append(found)
         context = redact("\n\n".join(p for p in parts if p), self.session.gateway.api_key)
         question = prompt or EXPLAIN
-        return f"{context}\n\n---\n\n{question}" if context else question
+        if not context:
+            return question
+        if isinstance(question, str):
+            return f"{context}\n\n---\n\n{question}"
+        from .template import joined
+
+        return joined([f"{context}\n\n---\n\n", *question])
 
     def _converse(
         self,
         ns: argparse.Namespace,
-        prompt: str,
-        messages: list[dict[str, str]],
+        prompt: Any,
+        messages: list[dict[str, Any]],
         model: str,
         api: str,
         *,
@@ -354,14 +412,16 @@ class GatecellMagics(Magics):
         from gatecell.wire.errors import StreamError
         from gatecell.wire.secret import redact
 
-        from .display import LiveMarkdown, provenance, rich_output, show_markdown
+        from .display import LiveMarkdown, provenance, rich_output
         from .values import Text
 
-        sent = redact(prompt, self.session.gateway.api_key)  # what left the notebook, as shown and kept
+        key = self.session.gateway.api_key
+        # what left the notebook, as shown and kept: the text redacted, pictures and files as they are
+        sent = redact(prompt, key) if isinstance(prompt, str) else [_redacted(p, key) for p in prompt]
         if getattr(ns, "show_prompt", False):
-            from .markdown import fence
+            from .display import show_prompt
 
-            show_markdown(f"*prompt sent ({len(prompt):,} characters):*\n\n{fence(sent, 'text')}")
+            show_prompt(sent)
         stream = not ns.no_stream
         result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
@@ -383,7 +443,9 @@ class GatecellMagics(Magics):
                 getattr(result, "usage", None),
             )
         meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
-        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage, prompt=sent)
+        prov = provenance(
+            meta, model=getattr(result, "model", None) or model, usage=usage, **_prompt_prov(sent)
+        )
         note = None
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
@@ -471,8 +533,10 @@ class GatecellMagics(Magics):
         return values[0] if len(values) == 1 else values
 
     def _unrecognised(self, what: str, raw: Any, prov: dict[str, Any]) -> None:
+        from gatecell.wire.text import fence
+
         from .display import show_markdown
-        from .markdown import escape, fence
+        from .markdown import escape
 
         body = (
             json.dumps(raw, indent=2, default=str)[:4000]
@@ -663,7 +727,7 @@ def _send(
     gw: Any,
     api: str,
     model: str,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     ns: argparse.Namespace,
     *,
     stream: bool,
@@ -682,12 +746,41 @@ def _send(
     )
 
 
+def _stripped(prompt: Any) -> list[Any]:
+    """A prompt's items with the whitespace at its two ends taken off its text."""
+    items = [prompt] if isinstance(prompt, str) else list(prompt)
+    if items and isinstance(items[0], str):
+        items[0] = items[0].lstrip()
+    if items and isinstance(items[-1], str):
+        items[-1] = items[-1].rstrip()
+    return items
+
+
+def _redacted(item: Any, key: Any) -> Any:
+    from gatecell.wire.secret import redact
+
+    return redact(item, key) if isinstance(item, str) else item
+
+
+def _prompt_prov(sent: Any) -> dict[str, Any]:
+    """The provenance of a prompt: its text, and what each picture or file was (type, size,
+    sha256; never the bytes)."""
+    if isinstance(sent, str):
+        return {"prompt": sent}
+    from gatecell.wire.conversation import content_text
+
+    return {
+        "prompt": content_text(sent),
+        "attachments": [item.summary() for item in sent if not isinstance(item, str)],
+    }
+
+
 def _reply_text(result: Any) -> str:
     """Text of a whole reply; the raw JSON as a code block when no text is recognised."""
     text = getattr(result, "text", None)
     if isinstance(text, str):
         return text
-    from .markdown import fence
+    from gatecell.wire.text import fence
 
     return fence(json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000], "json")
 

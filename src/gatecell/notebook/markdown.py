@@ -47,7 +47,7 @@ import re
 from typing import Any
 
 __all__ = [
-    *("to_html", "escape", "fence", "tokens", "code_blocks", "link_allowed", "stylesheet"),
+    *("to_html", "escape", "tokens", "code_blocks", "link_allowed", "stylesheet"),
     *("SCHEMES", "NOT_MATH", "MUTED", "ALERT"),
 ]
 
@@ -121,12 +121,6 @@ def escape(text: str) -> str:
 def _escaped_mark(match: re.Match[str]) -> str:
     mark = match.group(1)
     return "&#91;" if mark == "[" else f"\\{mark}"
-
-
-def fence(body: str, lang: str = "") -> str:
-    """``body`` as a fenced code block that nothing in it can close."""
-    ticks = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", body)), default=0))
-    return f"{ticks}{lang}\n{body}\n{ticks}"
 
 
 def tokens(text: str) -> list[Any]:

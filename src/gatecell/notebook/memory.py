@@ -2,7 +2,10 @@
 
 A turn joins a conversation only when its reply is in: complete, or, when a stream was
 interrupted or cut, with the partial text marked ``partial`` so that the history says
-so. The messages sent to a gateway carry only ``role`` and ``content``.
+so. The messages sent to a gateway carry only ``role`` and ``content``. A question with
+pictures or files keeps them (its content is a list of text and `Attachment` items, each
+encoded once), so that a later question about the same figure is sent with it, on
+whichever API the conversation goes on.
 """
 
 from __future__ import annotations
@@ -16,9 +19,18 @@ __all__ = ["Turn", "Conversation", "Memory"]
 @dataclass
 class Turn:
     role: str  # "system" | "user" | "assistant"
-    content: str
+    content: Any  # its text, or a list of text and `Attachment` items
     partial: bool = False
     prov: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The content for a person to read: each picture or file as one line saying what it is."""
+        if isinstance(self.content, str):
+            return self.content
+        from gatecell.wire.conversation import content_text
+
+        return content_text(self.content)
 
 
 @dataclass
@@ -33,14 +45,15 @@ class Conversation:
         else:
             self.turns.insert(0, Turn("system", text))
 
-    def messages(self, prompt: str) -> list[dict[str, str]]:
-        """The history plus the new user prompt, in the wire's message form (SPEC 2.2)."""
+    def messages(self, prompt: Any) -> list[dict[str, Any]]:
+        """The history plus the new user prompt, in the wire's message form (SPEC 2.2; a
+        content with pictures is a list, made each API's parts by `wire.conversation`)."""
         return [{"role": t.role, "content": t.content} for t in self.turns] + [
             {"role": "user", "content": prompt}
         ]
 
     def add(
-        self, prompt: str, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None
+        self, prompt: Any, reply: str, *, partial: bool = False, prov: dict[str, Any] | None = None
     ) -> tuple[Turn, Turn]:
         """Add a question and its reply at once (a panel's thread and a cell may share the
         conversation: the two turns stay together); return them."""
@@ -58,7 +71,7 @@ class Conversation:
         lines = [f"**conversation {escape(self.name)}** ({turns} turns)"]
         for t in self.turns:
             mark = " *(partial: interrupted)*" if t.partial else ""
-            quoted = "\n".join(f"> {line}" for line in t.content.splitlines()) or ">"
+            quoted = "\n".join(f"> {line}" for line in t.text.splitlines()) or ">"
             lines.append(f"**{t.role}**{mark}\n{quoted}")
         return "\n\n".join(lines)
 

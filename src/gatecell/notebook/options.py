@@ -129,6 +129,32 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--show-prompt",),
         {"action": "store_true", "help": "show the prompt as sent, with everything filled in"},
     ),
+    "image": (
+        ("--image",),
+        {
+            "action": "append",
+            "metavar": "PATH|URL|VAR",
+            "help": "attach a picture: a file, an http(s) URL (passed on, never fetched) or a variable "
+            "holding one (a figure, an image, an array, bytes); repeatable",
+        },
+    ),
+    "last_plot": (
+        ("--last-plot",),
+        {"action": "store_true", "help": "attach the last picture (image/png) an earlier cell showed"},
+    ),
+    "file": (
+        ("--file",),
+        {
+            "action": "append",
+            "metavar": "PATH",
+            "help": "attach a document: text files as fenced text (within context_chars), a PDF as a "
+            "file part; repeatable",
+        },
+    ),
+    "as_text": (
+        ("--as-text",),
+        {"action": "store_true", "help": "send each --file as its text (a PDF's extracted with pypdf)"},
+    ),
 }
 
 COMMON = ("out", "footer", "debug", "no_interpolate")

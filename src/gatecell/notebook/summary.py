@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from gatecell.wire.text import clip
+
 __all__ = ["summarize", "clip", "ROWS", "CHARS"]
 
 ROWS = 5
@@ -42,22 +44,6 @@ def summarize(value: Any, *, rows: int = ROWS, chars: int = CHARS) -> str:
     if isinstance(value, (dict, list, tuple, set, frozenset)):
         return clip(_container(value, chars), chars)
     return clip(str(value), chars)
-
-
-def clip(text: str, chars: int, *, ends: bool = False) -> str:
-    """``text`` cut to at most ``chars`` characters, ending in "… N more characters" when cut
-    (at a line break when there is one in the second half). With ``ends``, its first and
-    last halves are kept and the middle is counted (the end of a log says most)."""
-    if len(text) <= chars:
-        return text
-    keep = max(0, chars - 40)  # room for the marker
-    if ends:
-        head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
-        return f"{head}\n… {len(text) - len(head) - len(tail):,} characters left out …\n{tail}"
-    cut = text.rfind("\n", keep // 2, keep)
-    head = text[: cut if cut > 0 else keep]
-    separator = "\n" if cut > 0 else ""
-    return f"{head}{separator}… {len(text) - len(head):,} more characters"
 
 
 def _own_repr(value: Any) -> str | None:

@@ -10,7 +10,11 @@ pasted code with f-strings or dict literals goes as written (where code starts a
 markdown-it's word, as for rendering).
 
 A field with neither conversion nor spec is filled with the value summarised for a model
-(see `summary`: a DataFrame as its shape, dtypes and first rows, every value within a cap);
+(see `summary`: a DataFrame as its shape, dtypes and first rows, every value within a cap),
+or, in a text magic (``pictures=True``), with the value itself when it is a picture (a
+matplotlib figure, a PIL image, an image-shaped array, picture bytes, a path to a picture
+file: `gatecell.wire.attachments.picture_of`): the prompt is then a list of its text and
+those pictures, in order, which each API sends as content parts;
 ``!r``, ``!s`` or a spec format it as Python would, within the same cap. ``{In[3]}`` is a
 cell's source, so it goes in as a fenced Python block. A summary of several lines is put on
 lines of its own, so a table stays a table.
@@ -26,18 +30,30 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from gatecell.batch.rows import FIELD, FORMATTER
+from gatecell.wire.text import joined
 
 from .summary import CHARS, ROWS, clip, summarize
 
-__all__ = ["interpolate", "code_ranges"]
+__all__ = ["interpolate", "code_ranges", "Prompt"]
+
+Prompt = str | list[Any]
+"""A prompt: its text, or its text and pictures in order (str and `Attachment` items)."""
 
 
-def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, chars: int = CHARS) -> str:
+def interpolate(
+    text: str,
+    namespace: Mapping[str, Any],
+    *,
+    rows: int = ROWS,
+    chars: int = CHARS,
+    pictures: bool = False,
+) -> Prompt:
     """Fill ``{name}`` fields of ``text`` from ``namespace``, outside code; a missing name or a
-    value that cannot be shown is a one-line `UsageError`."""
+    value that cannot be shown is a one-line `UsageError`. With ``pictures``, a field whose
+    value is a picture puts the picture in: the result is then a list (module docstring)."""
     code = code_ranges(text)
     starts = [start for start, _ in code]
-    out: list[str] = []
+    out: list[Any] = []
     pos = 0
     for match in FIELD.finditer(text):
         i = bisect.bisect_right(starts, match.start()) - 1
@@ -45,15 +61,36 @@ def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, ch
             continue  # in code, or reaching into it: as written
         out.append(text[pos : match.start()])
         token = match.group(0)
-        out.append(token[0] if token in ("{{", "}}") else _fill(match, text, namespace, rows, chars))
+        if token in ("{{", "}}"):
+            out.append(token[0])
+        else:
+            value = _value(match, namespace)
+            picture = _picture(match, value) if pictures else None
+            out.append(picture if picture is not None else _fill(match, value, text, rows, chars))
         pos = match.end()
     out.append(text[pos:])
-    return "".join(out)
+    return joined(out)
 
 
-def _fill(match: re.Match[str], text: str, namespace: Mapping[str, Any], rows: int, chars: int) -> str:
-    field = match.group("field")
-    name = re.match(r"\w+", field).group(0)  # type: ignore[union-attr]
+def _picture(match: re.Match[str], value: Any) -> Any:
+    """The field's value as an `Attachment` when it is a picture (and has no !conv or :spec)."""
+    if match.group("conv") or match.group("spec") or _name(match) == "In":
+        return None
+    from gatecell.wire.attachments import picture_of
+    from gatecell.wire.errors import InvalidRequest
+
+    try:
+        return picture_of(value)
+    except InvalidRequest as exc:
+        raise UsageError(f"{{{match.group('field')}}} in the prompt: {exc.message}") from None
+
+
+def _name(match: re.Match[str]) -> str:
+    return re.match(r"\w+", match.group("field")).group(0)  # type: ignore[union-attr]
+
+
+def _value(match: re.Match[str], namespace: Mapping[str, Any]) -> Any:
+    field, name = match.group("field"), _name(match)
     if name not in namespace:
         raise UsageError(
             f"{{{field}}} in the prompt: no variable {name!r} in the notebook "
@@ -69,12 +106,17 @@ def _fill(match: re.Match[str], text: str, namespace: Mapping[str, Any], rows: i
         raise UsageError(f"{{{field}}} in the prompt: {exc}{hint}") from None
     except (AttributeError, TypeError, ValueError) as exc:
         raise UsageError(f"{{{field}}} in the prompt: {exc}") from None
+    return value
+
+
+def _fill(match: re.Match[str], value: Any, text: str, rows: int, chars: int) -> str:
+    field, name = match.group("field"), _name(match)
     conv, spec = match.group("conv"), match.group("spec")
     try:
         if conv or spec:
             filled = clip(FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec or ""), chars)
         elif name == "In" and isinstance(value, str):
-            from .markdown import fence
+            from gatecell.wire.text import fence
 
             filled = fence(clip(value.rstrip("\n"), chars), "python")
         else:

@@ -198,11 +198,14 @@ def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
 _ROLES = {"system": "system", "user": "user", "assistant": "assistant", "model": "assistant"}
 
 
-def chat_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+def chat_messages(row: dict[str, Any]) -> list[dict[str, Any]]:
     """A logged turn's whole conversation in chat form, system prompt first and the reply
     last, whichever text API carried it: chat ``messages``; native ``messages`` and
     ``system``; generate-content ``contents`` and ``systemInstruction``; responses ``input``
-    and ``instructions`` (``%gatecell restore`` brings it back from this)."""
+    and ``instructions`` (``%gatecell restore`` brings it back from this). A turn that held
+    pictures or files keeps them as a list (`wire.conversation.neutral`): the pictures
+    themselves when the log kept their bytes (``log_media``), else a line saying what was
+    there."""
     params = row.get("params") or {}
     instruction = params.get("systemInstruction")
     system = text_of(params.get("system") or params.get("instructions")) or text_of(
@@ -213,13 +216,32 @@ def chat_messages(row: dict[str, Any]) -> list[dict[str, str]]:
     if isinstance(sent, list):
         for item in sent:
             role = _ROLES.get(item.get("role", "user")) if isinstance(item, dict) else None
-            text = text_of(item.get("content", item.get("parts"))) if role else None
-            if role and text is not None:
-                messages.append({"role": role, "content": text})
+            content = _content(item.get("content", item.get("parts"))) if role else None
+            if role and content is not None:
+                messages.append({"role": role, "content": content})
     elif row.get("prompt") is not None:
         messages.append({"role": "user", "content": row["prompt"]})
     messages.append({"role": "assistant", "content": row.get("response") or ""})
     return messages
+
+
+def _content(content: Any) -> Any:
+    """A logged content: its text, or, when it held more than text, its items read back."""
+    text = text_of(content)
+    if not isinstance(content, list) or all(
+        isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
+    ):
+        return text
+    from gatecell.wire.conversation import neutral
+    from gatecell.wire.errors import InvalidRequest
+
+    items = []
+    for part in content:
+        try:
+            items.append(neutral(part))
+        except InvalidRequest:
+            items.append("[a part the log holds but cannot read back]")
+    return items
 
 
 # -- usage --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from gatecell.wire.apis import api_of
+from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
 from gatecell.wire.secret import Secret, redact
 
 from .keys import cache_key, gateway_address
@@ -162,6 +163,22 @@ def _prompt_of(body: Any) -> str | None:
     return None
 
 
+def _without_bytes(messages: list[Any]) -> list[Any]:
+    """The turns with every picture or file they carry as its type, size and sha256
+    (`content_summary`): the log keeps the bytes only with ``log_media``."""
+    out = []
+    for item in messages:
+        if isinstance(item, Mapping):
+            for key in ("content", "parts"):
+                value = item.get(key)
+                if isinstance(value, list):
+                    summary = content_summary(value)
+                    if summary is not value:
+                        item = {**item, key: summary}
+        out.append(item)
+    return out
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -246,6 +263,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     if isinstance(body, Mapping):
         messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
         params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
+        if messages is not None and not e.log_media:
+            messages = _without_bytes(messages)
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
     error = e.error
     if error is None and e.status is not None and e.status >= 400:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from . import schemas
 from .calls import Calls, Hooks
-from .conversation import for_api
+from .conversation import for_api, with_parts
 from .decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
 from .errors import InvalidRequest
 from .exchange import Call, Program
@@ -109,7 +109,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         """
         data: dict[str, Any] = {
             "model": model,
-            "messages": messages,
+            "messages": with_parts("chat", messages),
             "temperature": temperature,
             "top_p": top_p,
             "max_tokens": max_tokens,
@@ -164,7 +164,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         **fields: Any,
     ) -> Any:
         """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
-        data = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream}
+        data = {
+            "model": model,
+            "messages": with_parts("messages", messages),
+            "max_tokens": max_tokens,
+            "stream": stream,
+        }
         request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
         return self._run(
             self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
@@ -215,7 +220,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             raise InvalidRequest("model", "must not be empty")
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
-        data = {"contents": contents}
+        data = {"contents": with_parts("generate-content", contents)}
         request = self._request(
             schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body
         )
@@ -272,7 +277,11 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         **fields: Any,
     ) -> Any:
         """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
-        data: dict[str, Any] = {"model": model, "input": input, "stream": stream}
+        data: dict[str, Any] = {
+            "model": model,
+            "input": with_parts("responses", input) if isinstance(input, list) else input,
+            "stream": stream,
+        }
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
         request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)

@@ -47,6 +47,8 @@ __all__ = [
     "too_large",
     "echo",
     "ECHO_LIMIT",
+    "refuses_content",
+    "TEXT_ONLY",
 ]
 
 
@@ -340,7 +342,7 @@ def api_error(response: Response, key: Secret | None, method: str, path: str, bo
         type=kind,
         request_id=request_id_of(response.headers),
         body=body,
-        hint=_hint(status, f"{message} {kind or ''}"),
+        hint=_hint(status, f"{message} {kind or ''}", response.request.body),
     )
     if isinstance(error, RateLimitError):
         error.retry_after = retry_after(response.headers)
@@ -368,7 +370,42 @@ _AUTH_SHAPED = re.compile(
 )
 
 
-def _hint(status: int, text: str) -> str | None:
+def _hint(status: int, text: str, sent: bytes) -> str | None:
     if status == 401 or (status == 400 and _AUTH_SHAPED.search(text)):
         return "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
+    return refuses_content(status, text, sent)
+
+
+TEXT_ONLY = (
+    "The model takes text only: it refused the picture or file in the prompt. Ask a model that "
+    "reads them, or send a document as its text (Attachment.as_text(), --as-text in the magics)"
+)
+"""The hint of a gateway's refusal of content parts (`refuses_content`)."""
+
+# What a request carrying content parts holds (WIRE-NOTES "Content beyond a plain string"),
+# in the compact JSON the client sends or the spaced JSON of json.dumps.
+_PARTS_SENT = re.compile(
+    rb'"(?:image_url|input_image|input_file|inline_data|inlineData|file_data|fileData)"'
+    rb'|"type":\s*"(?:image|document|file)"'
+)
+_NAMES_CONTENT = re.compile(
+    r"image|vision|multi-?modal|content[ _]?type|content part|file|document|pdf|inline_?data", re.I
+)
+_REFUSES = re.compile(
+    r"not supported|unsupported|only supported|does ?n[o']t support|not allowed|cannot|can't|"
+    r"invalid|not a valid|expected|must be a string|text[ -]only|no vision",
+    re.I,
+)
+
+
+def refuses_content(status: int | None, message: str, sent: bytes | bool | None) -> str | None:
+    """`TEXT_ONLY` when a 4xx answers a request that carried pictures or files (``sent``: the
+    request's body, or whether it carried any) with a message naming them as refused
+    ("Invalid content type. image_url is only supported by certain models."); else None."""
+    if status is None or not 400 <= status < 500 or status in (401, 403, 404, 429):
+        return None
+    if not (_PARTS_SENT.search(sent) if isinstance(sent, bytes) else sent):
+        return None
+    if _NAMES_CONTENT.search(message) and _REFUSES.search(message):
+        return TEXT_ONLY
     return None

@@ -20,7 +20,15 @@ from collections.abc import Callable, Mapping
 from difflib import get_close_matches
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import InvalidRequest, echo
 
@@ -49,6 +57,7 @@ __all__ = [
     "RANGES",
     "SIZE",
     "usage_of",
+    "check_parts",
     "refuse_unknown",
     "validate",
     "explain",
@@ -82,10 +91,192 @@ def _non_empty(value: str) -> str:
     return value
 
 
+# -- content parts (WIRE-NOTES "Content beyond a plain string") ---------------------------
+#
+# SPEC's content is a plain string; gateways of the family also take a list of parts. The
+# shapes of the parts every API uses for text, pictures and files are checked here (on both
+# sides: the client before sending, the local gateway on receipt), each broken rule one
+# line. Chat completions' parts are a closed set; the native APIs have many more kinds of
+# block (tool calls, thinking...), which pass as long as they name their type. A part of
+# another API's shape is refused with the shape this API takes.
+
+_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[^;,]*)*;base64,.", re.I | re.S)
+_HTTP_URL = re.compile(r"https?://\S", re.I)
+_CHAT_PARTS = ("text", "image_url", "file", "input_audio", "refusal")
+# Which API a part type belongs to, to say so when one is sent to another API.
+_OWNERS = {
+    "image_url": "chat",
+    "file": "chat",
+    "input_audio": "chat",
+    "image": "messages",
+    "document": "messages",
+    "input_text": "responses",
+    "input_image": "responses",
+    "input_file": "responses",
+}
+_SHAPES = {
+    "chat": "text, image_url, file",
+    "messages": "text, image, document",
+    "responses": "input_text, input_image, input_file",
+    "generate-content": '{"text": ...}, {"inline_data": ...}, {"file_data": ...}',
+}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _string(part: dict[str, Any], key: str, where: str) -> str:
+    value = part.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}{key} must be a string, got {_short(value)}")
+    return value
+
+
+def _object(part: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = part.get(key)
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}{key} must be an object, got {_short(value)}")
+    return value
+
+
+def _url(value: Any, where: str, *, data: bool = True, http: bool = True) -> None:
+    if isinstance(value, str) and ((data and _DATA_URL.match(value)) or (http and _HTTP_URL.match(value))):
+        return
+    wanted = " or ".join(
+        w for w, on in (("an http(s) URL", http), ("a data:<type>;base64,<data> URL", data)) if on
+    )
+    raise ValueError(f"{where} must be {wanted}, got {_short(value)}")
+
+
+def _one_of(part: dict[str, Any], keys: tuple[str, ...], where: str) -> str:
+    found = [k for k in keys if k in part]
+    if len(found) != 1:
+        raise ValueError(f"{where} needs exactly one of {', '.join(keys)}")
+    return found[0]
+
+
+def _chat_part(part: dict[str, Any], where: str) -> None:
+    kind = part["type"]
+    if kind in ("text", "refusal"):
+        _string(part, kind, where)
+    elif kind == "image_url":
+        _url(_object(part, "image_url", where).get("url"), f"{where}image_url.url")
+    elif kind == "file":
+        file = _object(part, "file", where)
+        key = _one_of(file, ("file_data", "file_id"), f"{where}file")
+        if key == "file_data":
+            _url(file["file_data"], f"{where}file.file_data", http=False)
+        else:
+            _string(file, "file_id", f"{where}file.")
+    elif kind == "input_audio":
+        audio = _object(part, "input_audio", where)
+        _string(audio, "data", f"{where}input_audio.")
+        _string(audio, "format", f"{where}input_audio.")
+
+
+def _messages_part(part: dict[str, Any], where: str) -> None:
+    kind = part["type"]
+    if kind == "text":
+        _string(part, "text", where)
+    elif kind in ("image", "document"):
+        source = _object(part, "source", where)
+        at = f"{where}source."
+        shape = source.get("type")
+        if shape == "base64":
+            media_type = _string(source, "media_type", at)
+            if kind == "image" and not media_type.startswith("image/"):
+                raise ValueError(f"{at}media_type of an image must be image/..., got {_short(media_type)}")
+            _string(source, "data", at)
+        elif shape == "url":
+            _url(source.get("url"), f"{at}url", data=False)
+        elif not (kind == "document" and shape in ("text", "content", "file")):
+            raise ValueError(f"{at}type must be base64 or url, got {_short(shape)}")
+
+
+def _responses_part(part: dict[str, Any], where: str) -> None:
+    kind = part["type"]
+    if kind in ("input_text", "output_text"):
+        _string(part, "text", where)
+    elif kind == "input_image":
+        key = _one_of(part, ("image_url", "file_id"), where.rstrip(".") or "the part")
+        if key == "image_url":
+            _url(part["image_url"], f"{where}image_url")
+    elif kind == "input_file":
+        key = _one_of(part, ("file_data", "file_url", "file_id"), where.rstrip(".") or "the part")
+        if key == "file_data":
+            _url(part["file_data"], f"{where}file_data", http=False)
+        elif key == "file_url":
+            _url(part["file_url"], f"{where}file_url", data=False)
+
+
+_CHECKS: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "chat": _chat_part,
+    "messages": _messages_part,
+    "responses": _responses_part,
+}
+
+
+def check_parts(api: str, content: Any) -> Any:
+    """``content`` as it is when it is a string or a list of well-formed parts of ``api``;
+    else a ValueError saying which part breaks which rule."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValueError(f"must be a string or a list of content parts, got {type(content).__name__}")
+    if not content:
+        raise ValueError("must not be an empty list")
+    for i, part in enumerate(content):
+        where = f"part {i}: "
+        if not isinstance(part, dict):
+            raise ValueError(f"{where}must be an object ({_SHAPES[api]}), got {_short(part)}")
+        if api == "generate-content":
+            _gc_part(part, where)
+            continue
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            raise ValueError(f"{where}needs a type ({_SHAPES[api]})")
+        owner = _OWNERS.get(kind)
+        if owner is not None and owner != api:
+            raise ValueError(f"{where}{kind} is a {owner} part; {api} takes {_SHAPES[api]}")
+        if api == "chat" and kind not in _CHAT_PARTS:
+            raise ValueError(f"{where}type must be one of {', '.join(_CHAT_PARTS)}, got {_short(kind)}")
+        _CHECKS[api](part, where)
+    return content
+
+
+def _gc_part(part: dict[str, Any], where: str) -> None:
+    if "type" in part:
+        raise ValueError(
+            f"{where}generate-content parts have no type; they are {_SHAPES['generate-content']}"
+        )
+    if "text" in part:
+        _string(part, "text", where)
+    inline = part.get("inline_data", part.get("inlineData"))
+    if inline is not None:
+        at = f"{where}inline_data."
+        if not isinstance(inline, dict):
+            raise ValueError(f"{where}inline_data must be an object, got {_short(inline)}")
+        if not isinstance(inline.get("mime_type", inline.get("mimeType")), str):
+            raise ValueError(f"{at}mime_type must be a string")
+        _string(inline, "data", at)
+    linked = part.get("file_data", part.get("fileData"))
+    if linked is not None:
+        if not isinstance(linked, dict):
+            raise ValueError(f"{where}file_data must be an object, got {_short(linked)}")
+        _url(linked.get("file_uri", linked.get("fileUri")), f"{where}file_data.file_uri", data=False)
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Role
-    content: str
+    content: str | list[Any]  # SPEC 2.2: a string; or content parts (WIRE-NOTES)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return check_parts("chat", value)
 
 
 class ChatRequest(RequestModel):
@@ -131,7 +322,12 @@ class ChatRequest(RequestModel):
 class NativeMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Literal["user", "assistant"]
-    content: Any  # a string in SPEC 2.5; block lists are common in the wild
+    content: str | list[Any]  # a string in SPEC 2.5; block lists are common in the wild
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        return check_parts("messages", value)
 
 
 class MessagesRequest(RequestModel):
@@ -161,6 +357,14 @@ class MessagesRequest(RequestModel):
 class Part(BaseModel):
     model_config = ConfigDict(extra="allow")
     text: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"must be an object ({_SHAPES['generate-content']}), got {_short(value)}")
+        _gc_part(value, "")
+        return value
 
 
 class Content(BaseModel):
@@ -293,6 +497,14 @@ class ResponsesRequest(RequestModel):
     def _input(cls, value: str | list[Any]) -> str | list[Any]:
         if not value or (isinstance(value, str) and not value.strip()):
             raise ValueError("must not be empty")
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                content = item.get("content") if isinstance(item, dict) else None
+                if isinstance(content, list):
+                    try:
+                        check_parts("responses", content)
+                    except ValueError as exc:
+                        raise ValueError(f"item {i}: content {exc}") from None
         return value
 
 

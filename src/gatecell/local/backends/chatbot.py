@@ -21,14 +21,15 @@ import hashlib
 import json
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from . import Refused
 
 __all__ = [
     "Answer",
     "Turn",
-    "Refused",
     "answer",
     "compose",
     "cut",
@@ -45,10 +46,6 @@ __all__ = [
 Turn = tuple[str, str]  # (role, text)
 MAX_DEPTH = 32  # nesting of content blocks; real clients use two or three
 MAX_DIGITS = 1000  # of an arithmetic result
-
-
-class Refused(Exception):
-    """An input the stand-in will not answer; the message says why, in one line."""
 
 
 _TOKEN = re.compile(r"\s*\S+|\s+$")
@@ -105,10 +102,17 @@ class Answer:
         return len(self.tokens)
 
 
-def answer(turns: list[Turn], system: str | None = None, max_tokens: int | None = None) -> Answer:
-    """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length"."""
+def answer(
+    turns: list[Turn],
+    system: str | None = None,
+    max_tokens: int | None = None,
+    attached: Sequence[Sequence[Any]] = (),
+) -> Answer:
+    """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length".
+    ``attached`` holds the pictures and documents of each turn (`vision.read`), in step
+    with ``turns``."""
     system = system_of(turns, system)
-    return cut(compose(turns, system), turns, system, max_tokens)
+    return cut(compose(turns, system, attached), turns, system, max_tokens)
 
 
 def system_of(turns: list[Turn], system: str | None) -> str:
@@ -126,25 +130,45 @@ def cut(text: str, turns: list[Turn], system: str, max_tokens: int | None) -> An
     return Answer(tokens, finish, prompt_tokens)
 
 
-def compose(turns: list[Turn], system: str | None) -> str:
-    """The full reply text before any max_tokens cut."""
+def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[Any]] = ()) -> str:
+    """The full reply text before any max_tokens cut. Pictures or documents in the last user
+    turn are what it answers about (`vision.account`); those of earlier turns are mentioned
+    when no rule answers the question."""
     history = [(role, text) for role, text in turns if role != "system"]
     question = next((text for role, text in reversed(history) if role == "user"), "").strip()
-    reply = _respond(question, history, system or "")
+    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i][0] == "user"), None)
+    now = list(attached[last]) if last is not None and last < len(attached) else []
+    before = [a for i, items in enumerate(attached) if i != last for a in items]
+    if now:
+        from .vision import account
+
+        reply = account(now)
+        if question:
+            reply = f"You asked: “{_quoted(question)}”\n\n{reply}"
+        return _styled(reply, system or "")
+    found = _respond(question, history)
+    if found is not None:
+        return _styled(found, system or "")
+    reply = _describe(question, history, system or "")
+    if before:
+        from .vision import account
+
+        reply += "\n\n" + account(before, earlier=True)
     return _styled(reply, system or "")
 
 
 # -- rules, tried in order -------------------------------------------------------------
 
 
-def _respond(question: str, history: list[Turn], system: str) -> str:
+def _respond(question: str, history: list[Turn]) -> str | None:
+    """The first rule's answer; None when no rule answers (then `_describe`)."""
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
     for rule in (_code, _arithmetic, _count, _echo, _classify, _name, _canned):
         reply = rule(question, history)
         if reply:
             return reply
-    return _describe(question, history, system)
+    return None
 
 
 _WORD_OPS = [
@@ -392,9 +416,17 @@ def keywords(text: str, limit: int = 5) -> list[str]:
     return seen
 
 
+_OPENERS = ("You asked", "Your message", "I received")
+
+
+def _quoted(question: str) -> str:
+    words = question.split()
+    return " ".join(words[:24]) + (" …" if len(words) > 24 else "")
+
+
 def _describe(question: str, history: list[Turn], system: str) -> str:
     words = question.split()
-    quote = " ".join(words[:24]) + (" …" if len(words) > 24 else "")
+    quote = _quoted(question)
     kind = (
         "a question"
         if question.rstrip().endswith("?")
@@ -402,8 +434,7 @@ def _describe(question: str, history: list[Turn], system: str) -> str:
         if len(words) > 1
         else "a one-word message"
     )
-    openers = ("You asked", "Your message", "I received")
-    opener = openers[hashlib.sha256(question.encode()).digest()[0] % len(openers)]
+    opener = _OPENERS[hashlib.sha256(question.encode()).digest()[0] % len(_OPENERS)]
     lines = [
         f"{opener}: “{quote}”",
         "",

@@ -8,7 +8,9 @@ so clients can show both the summary and the usage split.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .chatbot import Answer, Turn, count_tokens
 from .typed import Wanted, answer
@@ -32,16 +34,20 @@ def think(
     instructions: str | None = None,
     max_tokens: int | None = None,
     wanted: Wanted | None = None,
+    attached: Sequence[Sequence[Any]] = (),
 ) -> Thought:
-    """Answer `turns` (typed when `wanted` or the prompt asks: see `typed.answer`) and explain
-    the route taken; `effort` must be a key of EFFORTS (default medium)."""
+    """Answer `turns` (with the pictures and documents ``attached`` to them; typed when
+    `wanted` or the prompt asks: see `typed.answer`) and explain the route taken; `effort`
+    must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"
-    reply = answer(turns, instructions, max_tokens, wanted)
+    reply = answer(turns, instructions, max_tokens, wanted, attached)
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     words = len(question.split())
     steps = [f"Read the question ({words} word{'s' if words != 1 else ''})."]
     if reply.text[:1] in ("{", "["):
         steps.append("It asks for JSON, so I filled the schema from what the prompt says.")
+    elif any(attached):
+        steps.append("It came with pictures or documents, so I measured them.")
     elif "=" in reply.text and any(ch.isdigit() for ch in reply.text):
         steps.append("It is arithmetic, so I evaluated the expression exactly.")
     else:

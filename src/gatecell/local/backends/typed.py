@@ -24,13 +24,14 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gatecell.wire.structured import instructed
 
-from . import chatbot
-from .chatbot import Answer, Refused, Turn
+from . import Refused, chatbot
+from .chatbot import Answer, Turn
 
 __all__ = ["Wanted", "MAX_NODES", "by_chat", "by_responses", "by_generate", "forced_tool", "answer", "fill"]
 
@@ -127,10 +128,15 @@ def forced_tool(data: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def answer(
-    turns: list[Turn], system: str | None = None, max_tokens: int | None = None, wanted: Wanted | None = None
+    turns: list[Turn],
+    system: str | None = None,
+    max_tokens: int | None = None,
+    wanted: Wanted | None = None,
+    attached: Sequence[Sequence[Any]] = (),
 ) -> Answer:
-    """`chatbot.answer`, unless the request (`wanted`) or its prompt (the instruction) asks
-    for a typed answer: then that, as JSON text (or a bare label)."""
+    """`chatbot.answer` (with the pictures and documents ``attached`` to the turns), unless the
+    request (`wanted`) or its prompt (the instruction) asks for a typed answer: then that, as
+    JSON text (or a bare label)."""
     system = chatbot.system_of(turns, system)
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     found = instructed(question)
@@ -138,12 +144,12 @@ def answer(
     found = found or (instructed(system) if system else None)
     if wanted is None or (wanted.schema is None and not wanted.labels and found is not None):
         if found is None:
-            return chatbot.answer(turns, system, max_tokens)
+            return chatbot.answer(turns, system, max_tokens, attached)
         wanted = Wanted(found.json_schema, found.labels)
     if wanted.labels:
         text = chatbot.pick_label(list(wanted.labels), prompt) or wanted.labels[0]
     elif wanted.schema is None:  # JSON mode with no schema: the plain reply, as JSON
-        text = json.dumps({"answer": chatbot.compose(turns, "")}, ensure_ascii=False)
+        text = json.dumps({"answer": chatbot.compose(turns, "", attached)}, ensure_ascii=False)
     else:
         text = json.dumps(fill(wanted.schema, prompt), ensure_ascii=False)
     return chatbot.cut(text, turns, system, max_tokens)

@@ -17,7 +17,7 @@ from starlette.responses import Response, StreamingResponse
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.schemas import validate
 
-from ..backends.chatbot import Refused
+from ..backends import Refused
 from ..errors import Fail, shown
 from ..registry import MODELS, LocalModel, endpoint_error
 from ..render import off_loop

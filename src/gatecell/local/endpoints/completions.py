@@ -13,7 +13,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ChatRequest
 from gatecell.wire.sse import DONE, encode
 
-from ..backends import chatbot, typed
+from ..backends import chatbot, typed, vision
 from ..registry import CHAT
 from .common import (
     compose,
@@ -31,9 +31,7 @@ from .common import (
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    turns = [(m.role, m.content) for m in req.messages]
-    wanted = requested(typed.by_chat, data)
-    answer = await compose(typed.answer, turns, None, req.max_tokens, wanted)
+    answer = await compose(_answer, req, requested(typed.by_chat, data))
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
@@ -47,6 +45,11 @@ async def completions(request: Request, req: ChatRequest, data: dict) -> Respons
     options = data.get("stream_options")
     with_usage = isinstance(options, dict) and options.get("include_usage") is True
     return event_stream(_chunks(head, answer, usage if with_usage else None, pace_of(request, rt)))
+
+
+def _answer(req: ChatRequest, wanted: typed.Wanted | None) -> chatbot.Answer:
+    turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
+    return typed.answer(turns, None, req.max_tokens, wanted, attached)
 
 
 async def _chunks(

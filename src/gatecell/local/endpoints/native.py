@@ -18,7 +18,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chatbot, typed
+from ..backends import chatbot, typed, vision
 from ..errors import Fail, shown
 from ..registry import MESSAGES
 from .common import (
@@ -71,8 +71,8 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
 
 
 def _messages_answer(req: MessagesRequest, system: Any, wanted: typed.Wanted | None) -> chatbot.Answer:
-    turns: list[chatbot.Turn] = [(m.role, chatbot.text_of(m.content)) for m in req.messages]
-    return typed.answer(turns, chatbot.text_of(system), req.max_tokens, wanted)
+    turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
+    return typed.answer(turns, chatbot.text_of(system), req.max_tokens, wanted, attached)
 
 
 async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
@@ -143,10 +143,13 @@ async def generate(request: Request) -> Response:
 def _content_answer(
     req: GenerateContentRequest, system: Any, max_tokens: int | None, wanted: typed.Wanted | None
 ) -> chatbot.Answer:
-    turns = [
-        ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
-    ]
-    return typed.answer(turns, chatbot.text_of(system), max_tokens, wanted)
+    turns, attached = vision.turns_of(
+        [
+            ("assistant" if c.role == "model" else "user", [p.model_dump(exclude_none=True) for p in c.parts])
+            for c in req.contents
+        ]
+    )
+    return typed.answer(turns, chatbot.text_of(system), max_tokens, wanted, attached)
 
 
 async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:

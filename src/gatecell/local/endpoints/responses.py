@@ -16,7 +16,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ResponsesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chatbot, typed
+from ..backends import chatbot, typed, vision
 from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail, shown
 from ..registry import RESPONSES
@@ -58,20 +58,24 @@ def _think(
     limit: int | None,
     wanted: typed.Wanted | None,
 ) -> Thought:
-    return think(_turns(input), effort, instructions, limit, wanted)
+    turns, attached = vision.turns_of(_messages(input))
+    return think(turns, effort, instructions, limit, wanted, attached)
 
 
-def _turns(input: str | list[Any]) -> list[chatbot.Turn]:
+def _messages(input: str | list[Any]) -> list[tuple[str, Any]]:
+    """The input as (role, content) pairs: a string is one user turn; a message item keeps
+    its content (text or parts); another item (a tool output...) counts as its text."""
     if isinstance(input, str):
         return [("user", input)]
-    turns: list[chatbot.Turn] = []
+    messages: list[tuple[str, Any]] = []
     for item in input:
         if isinstance(item, dict) and item.get("role") in ("user", "assistant", "system", "developer"):
             role = "system" if item["role"] == "developer" else item["role"]
-            turns.append((role, chatbot.text_of(item.get("content", ""))))
+            content = item.get("content", "")
+            messages.append((role, content if isinstance(content, list) else chatbot.text_of(content)))
         elif isinstance(item, (str, dict)):
-            turns.append(("user", chatbot.text_of(item)))
-    return turns
+            messages.append(("user", chatbot.text_of(item)))
+    return messages
 
 
 def _shell(model: str, effort: str, instructions: str | None) -> dict[str, Any]:

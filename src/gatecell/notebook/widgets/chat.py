@@ -301,7 +301,7 @@ def _refresh_after_cells(panel: ChatPanel) -> None:
 
 
 def _turn_bubble(turn: Turn) -> widgets.HTMLMath:
-    return _bubble(turn.role, turn.content, turn.prov.get("model"), "partial" if turn.partial else "")
+    return _bubble(turn.role, turn.text, turn.prov.get("model"), "partial" if turn.partial else "")
 
 
 def _bubble(role: str, text: str, model: str | None = None, note: str = "") -> widgets.HTMLMath:

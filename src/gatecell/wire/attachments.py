@@ -1,0 +1,551 @@
+"""Pictures and files in a prompt: a notebook value, a file or a URL as one `Attachment`.
+
+SPEC shows plain-string message content only; the gateways of the family take pictures and
+documents as content parts (WIRE-NOTES "Content beyond a plain string"). This module turns
+what a user hands over into one API-neutral value, encoded once; `conversation` makes each
+API's parts of it.
+
+**What is recognised** (`attachment_of`): a matplotlib ``Figure`` (or ``Axes``: its figure),
+a PIL ``Image``, a numpy array of picture shape and dtype (HxW, HxWx3, HxWx4, at least
+`MIN_SIDE` a side, so that a small matrix stays a table; uint8, or float within [0, 1]), an
+``IPython.display.Image``, bytes that begin like a PNG, JPEG, GIF or WebP, a ``pathlib``
+path, and an ``http(s)`` URL. Anything else is None: the caller shows it as text. `load`
+is for values the user named as a file (``--image``, ``--file``): a path string or a URL.
+
+**What happens to a picture.** Encoded once, here: a figure as PNG at its own DPI, an
+array or a PIL image as PNG, or JPEG when it is a photo (no transparency, many colours)
+larger than `PHOTO_PIXELS`; picture bytes as they are when they fit. Larger than
+``GATECELL_IMAGE_MAX_SIDE`` (2048) pixels a side or ``GATECELL_IMAGE_MAX_BYTES`` (5 MiB),
+it is downscaled with Pillow, and `Attachment.description` says so ("PNG 640x480, 23 KB
+(downscaled from 4000x3000)"). Files: a picture as above; a PDF as its bytes (each API's
+file part), or as its text (`Attachment.as_text`, pypdf); a text file (by its suffix, or
+bytes that are UTF-8 with no NUL) as a fenced block cut to ``chars``. Nothing larger than
+``GATECELL_FILE_MAX_BYTES`` (32 MiB) is read.
+
+**Who may name a path.** Only the user: a path is read when it is a ``pathlib`` value, a
+``--image``/``--file`` option, or a template field the user filled (`picture_of`). A URL is
+passed on as a URL for the gateway to fetch; the client never fetches it. Nothing a model
+or a gateway sent reaches this module.
+
+**Errors** are one `InvalidRequest` line, raised before any request: a path that does not
+exist, a file over the cap, a file that is neither a picture, a PDF nor text.
+
+Pillow, numpy, matplotlib and pypdf are imported only when a value of theirs shows up:
+``import gatecell`` imports none of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import mimetypes
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import InvalidRequest
+from .settings import env_number
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+__all__ = [
+    "Attachment",
+    "attachment_of",
+    "picture_of",
+    "load",
+    "from_data",
+    "of_bytes",
+    "of_url",
+    "sniff",
+    "size_text",
+    "MIN_SIDE",
+    "PHOTO_PIXELS",
+]
+
+Kind = Literal["image", "document", "text"]
+
+MIN_SIDE = 16
+"""An array smaller than this on a side is data, not a picture."""
+PHOTO_PIXELS = 640 * 480
+"""A photo with more pixels than this goes as JPEG rather than PNG."""
+_PHOTO_COLOURS = 4096  # a picture with more distinct colours (and no alpha) is a photo
+_JPEG_QUALITY = 90
+
+# Signatures of the picture formats every API of the family takes.
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+PICTURE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+_PICTURE_ENDINGS = tuple(PICTURE_SUFFIXES)
+_TEXT_SUFFIXES = {
+    ".txt": "",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".py": "python",
+    ".ipynb": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".xml": "xml",
+    ".html": "html",
+    ".htm": "html",
+    ".css": "css",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".sql": "sql",
+    ".sh": "sh",
+    ".r": "r",
+    ".tex": "latex",
+    ".log": "",
+}
+_URL = re.compile(r"https?://[^\s]+", re.I)
+
+
+def _limits() -> tuple[int, int]:
+    """(largest side in pixels, largest encoding in bytes) of a picture sent."""
+    return (
+        env_number(None, "GATECELL_IMAGE_MAX_SIDE", 2048),
+        env_number(None, "GATECELL_IMAGE_MAX_BYTES", 5 * 2**20),
+    )
+
+
+def size_text(n: int) -> str:
+    """``23 KB``, ``1.4 MB``, ``512 bytes``: a size as a person reads it (1 KB = 1024 bytes)."""
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024**2:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / 1024**2:.1f} MB"
+
+
+@dataclass(frozen=True, eq=False)
+class Attachment:
+    """A picture or a document, ready to go in a prompt (see the module docstring).
+
+    **Parameters:**
+
+    * **kind** - ``"image"``, ``"document"`` (a PDF) or ``"text"`` (a text file).
+    * **media_type** - ``image/png``, ``application/pdf``, ``text/csv``...; None for a URL
+      whose type its name does not say.
+    * **data** - the bytes sent; None for a URL.
+    * **url** - the ``http(s)`` URL sent instead of bytes, for the gateway to fetch.
+    * **name** - the file name, when it came from a file.
+    * **width**, **height** - of a picture, in pixels (None when not known: a URL).
+    * **description** - one line for the provenance: ``PNG 640x480, 23 KB (downscaled from 4000x3000)``.
+    * **source** - what it was made from: ``matplotlib figure``, ``numpy array``, ``file a.png``...
+    * **text** - what a text file (or a PDF made text) puts in the prompt: a fenced block.
+    """
+
+    kind: Kind
+    media_type: str | None
+    data: bytes | None = field(default=None, repr=False)
+    url: str | None = None
+    name: str | None = None
+    width: int | None = None
+    height: int | None = None
+    description: str = ""
+    source: str = ""
+    text: str | None = field(default=None, repr=False)
+
+    @property
+    def size(self) -> int | None:
+        """Bytes of ``data`` (None for a URL)."""
+        return None if self.data is None else len(self.data)
+
+    @property
+    def sha256(self) -> str | None:
+        """Hex sha256 of ``data`` (None for a URL), computed once."""
+        if self.data is None:
+            return None
+        found = self.__dict__.get("_sha256")
+        if found is None:
+            found = hashlib.sha256(self.data).hexdigest()
+            object.__setattr__(self, "_sha256", found)
+        return found
+
+    def base64(self) -> str:
+        """``data`` in base64 (what the native APIs carry)."""
+        if self.data is None:
+            raise InvalidRequest("attachment", f"{self.description} is a URL and has no bytes to encode")
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        """``data:<media type>;base64,...`` (what chat and responses carry), or the URL itself."""
+        if self.url is not None:
+            return self.url
+        return f"data:{self.media_type or 'application/octet-stream'};base64,{self.base64()}"
+
+    def summary(self) -> dict[str, Any]:
+        """Type, size and sha256 (never the bytes): for the log, the provenance, --show-prompt."""
+        found: dict[str, Any] = {"kind": self.kind, "media_type": self.media_type}
+        for name in ("name", "url", "width", "height", "size", "sha256", "description", "source"):
+            value = getattr(self, name)
+            if value is not None and value != "":
+                found[name] = value
+        return found
+
+    def as_text(self, chars: int | None = None) -> Attachment:
+        """This document as text in the prompt: a PDF's text extracted with pypdf (said in the
+        description), cut to ``chars`` (``GATECELL_CONTEXT_CHARS``, 4000). A text file is
+        itself; a picture has no text form."""
+        if self.kind == "text":
+            return self
+        if self.kind != "document" or self.data is None:
+            raise InvalidRequest("attachment", f"{self.description} has no text form")
+        text = _pdf_text(self.data, self.name)
+        label = f"{self.name or 'document.pdf'}: text extracted from a PDF of {size_text(len(self.data))}"
+        return replace(
+            self,
+            kind="text",
+            media_type="text/plain",
+            text=_fenced(label, text, "", chars),
+            description=f"{self.description}, sent as its text ({len(text):,} characters)",
+        )
+
+    def __repr__(self) -> str:
+        digest = f" sha256 {self.sha256[:12]}…" if self.sha256 else ""
+        return f"<Attachment {self.description}{digest}>"
+
+
+# -- recognising a value ---------------------------------------------------------------------
+
+
+def attachment_of(value: Any) -> Attachment | None:
+    """``value`` as an `Attachment` when it is a picture, a ``pathlib`` path, a string naming
+    an existing file, or an ``http(s)`` URL (module docstring); None when it is none of
+    these. A ``pathlib`` path that does not exist is an error, as is a file over the cap or
+    with no form a prompt can hold."""
+    if isinstance(value, Attachment):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if _URL.fullmatch(text) or (text and "\n" not in text and len(text) < 4096 and os.path.isfile(text)):
+            return load(text)
+        return None
+    if isinstance(value, PurePath):
+        return load(value)
+    return _picture(value)
+
+
+def picture_of(value: Any) -> Attachment | None:
+    """For ``{name}`` in a template: ``value`` as a picture when it is one (as
+    `attachment_of`), or a string naming an existing picture file (``.png``, ``.jpg``,
+    ``.jpeg``, ``.gif``, ``.webp``) or a picture's ``http(s)`` URL; else None and the value
+    is shown as text. Any other string stays text, so words in a prompt never become a
+    file read."""
+    if isinstance(value, str):
+        if len(value) > 4096 or "\n" in value:
+            return None
+        text = value.strip()
+        if not text.split("?", 1)[0].split("#", 1)[0].lower().endswith(_PICTURE_ENDINGS):
+            return None
+        if _URL.fullmatch(text):
+            return of_url(text)
+        return load(text) if os.path.isfile(text) else None
+    if isinstance(value, PurePath):
+        return load(value)
+    return attachment_of(value)
+
+
+def _picture(value: Any) -> Attachment | None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        return _from_bytes(data, "bytes") if sniff(data) else None
+    module = type(value).__module__.partition(".")[0]
+    if module == "matplotlib":
+        return _figure(value)
+    if module == "PIL":
+        from PIL import Image
+
+        if isinstance(value, Image.Image):
+            return _encode(value, "PIL image")
+        return None
+    if module == "numpy":
+        return _array(value)
+    if module == "IPython":
+        from IPython.display import Image as ShownImage
+
+        if isinstance(value, ShownImage):
+            return _shown_image(value)
+    return None
+
+
+def _figure(value: Any) -> Attachment | None:
+    """A Figure (or an Axes, or a SubFigure: its figure) as PNG at the figure's own DPI.
+    ``savefig`` draws with the Agg renderer whatever the backend, so no display is needed."""
+    figure = getattr(value, "figure", None) if not hasattr(value, "savefig") else value
+    figure = getattr(figure, "figure", figure)  # a SubFigure's own figure
+    if figure is None or not hasattr(figure, "savefig") or not hasattr(figure, "dpi"):
+        return None
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=figure.dpi)
+    return _from_bytes(buffer.getvalue(), "matplotlib figure")
+
+
+def _array(value: Any) -> Attachment | None:
+    import numpy as np
+
+    if not isinstance(value, np.ndarray):
+        return None
+    shape = value.shape
+    if not (value.ndim == 2 or (value.ndim == 3 and shape[2] in (3, 4))):
+        return None
+    if min(shape[0], shape[1]) < MIN_SIDE:
+        return None
+    if value.dtype == np.uint8:
+        pixels = value
+    elif np.issubdtype(value.dtype, np.floating):
+        if value.size == 0 or not np.isfinite(value).all() or value.min() < 0 or value.max() > 1:
+            return None
+        pixels = (value * 255 + 0.5).astype(np.uint8)
+    else:
+        return None
+    from PIL import Image
+
+    return _encode(Image.fromarray(np.ascontiguousarray(pixels)), "numpy array")
+
+
+def _shown_image(value: Any) -> Attachment | None:
+    data = value.data
+    if isinstance(data, (bytes, bytearray)) and sniff(bytes(data)):
+        return _from_bytes(bytes(data), "IPython Image")
+    url = getattr(value, "url", None)
+    if isinstance(url, str) and _URL.fullmatch(url):
+        return load(url)
+    return None
+
+
+def sniff(data: bytes) -> str | None:
+    """The picture type the bytes begin with: PNG, JPEG, GIF or WebP; else None."""
+    for signature, media_type in _SIGNATURES:
+        if data.startswith(signature):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+# -- files and URLs ------------------------------------------------------------------------------
+
+
+def load(source: str | os.PathLike[str], *, chars: int | None = None) -> Attachment:
+    """A file the user named (a path, or an ``http(s)`` URL passed on as it is): a picture,
+    a PDF or a text file (module docstring). Text is cut to ``chars``
+    (``GATECELL_CONTEXT_CHARS``, 4000)."""
+    if isinstance(source, str) and _URL.fullmatch(source.strip()):
+        return of_url(source.strip())
+    path = Path(source).expanduser()
+    shown = os.fspath(source)
+    if not path.exists():
+        raise InvalidRequest("attachment", f"{shown}: no such file")
+    if not path.is_file():
+        raise InvalidRequest("attachment", f"{shown}: not a file")
+    cap = env_number(None, "GATECELL_FILE_MAX_BYTES", 32 * 2**20)
+    size = path.stat().st_size
+    if size > cap:
+        raise InvalidRequest(
+            "attachment",
+            f"{shown}: {size_text(size)}, over the {size_text(cap)} a file may have "
+            "(GATECELL_FILE_MAX_BYTES)",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidRequest("attachment", f"{shown}: {exc.strerror or exc}") from None
+    return from_data(data, name=path.name, chars=chars)
+
+
+def from_data(data: bytes, *, name: str | None = None, chars: int | None = None) -> Attachment:
+    """The bytes of a file (``name`` is its file name) as an attachment: a picture, a PDF or
+    text; anything else is an error naming it."""
+    label = name or "the file"
+    if sniff(data):
+        return _from_bytes(data, f"file {name}" if name else "bytes", name)
+    if data.startswith(b"%PDF-"):
+        return Attachment(
+            "document",
+            "application/pdf",
+            data,
+            name=name,
+            description=f"PDF {name + ', ' if name else ''}{size_text(len(data))}",
+            source=f"file {name}" if name else "bytes",
+        )
+    suffix = PurePath(name or "").suffix.lower()
+    text = _decoded(data) if suffix in _TEXT_SUFFIXES or b"\0" not in data[:8192] else None
+    if text is not None:
+        media_type = mimetypes.guess_type(name or "")[0] or "text/plain"
+        kept = min(len(text), env_number(chars, "GATECELL_CONTEXT_CHARS", 4000))
+        sent = f", {kept:,} of {len(text):,} characters" if kept < len(text) else ""
+        return Attachment(
+            "text",
+            media_type,
+            data,
+            name=name,
+            text=_fenced(f"{label} ({size_text(len(data))})", text, _TEXT_SUFFIXES.get(suffix, ""), chars),
+            description=f"text file {label}, {size_text(len(data))}{sent}",
+            source=f"file {name}" if name else "bytes",
+        )
+    picture = _other_picture(data, name)
+    if picture is not None:
+        return picture
+    raise InvalidRequest(
+        "attachment", f"{label}: not a picture, a PDF or text, so it has no form a prompt can hold"
+    )
+
+
+def of_url(url: str) -> Attachment:
+    """A URL stays a URL: its type from its name (a picture unless it says PDF), never fetched."""
+    guessed = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
+    kind: Kind = "document" if guessed == "application/pdf" else "image"
+    media_type = guessed if guessed and guessed.startswith(("image/", "application/pdf")) else None
+    return Attachment(kind, media_type, url=url, description=f"URL {url}", source="URL")
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def _fenced(label: str, text: str, lang: str, chars: int | None) -> str:
+    from gatecell.wire.text import clip, fence
+
+    body = clip(text.rstrip("\n"), env_number(chars, "GATECELL_CONTEXT_CHARS", 4000))
+    return f"{label}:\n{fence(body, lang)}"
+
+
+def _pdf_text(data: bytes, name: str | None) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise InvalidRequest("attachment", f"{name or 'the PDF'}: pypdf cannot read it ({exc})") from None
+    return "\n\n".join(f"[page {i}]\n{text.strip()}" for i, text in enumerate(pages, 1))
+
+
+# -- encoding pictures ------------------------------------------------------------------------------
+
+
+def _from_bytes(data: bytes, source: str, name: str | None = None) -> Attachment:
+    """Picture bytes, kept as they are when they fit the limits; else decoded and encoded again."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise InvalidRequest("attachment", f"{name or source}: not a readable picture ({exc})") from None
+    max_side, max_bytes = _limits()
+    media_type = sniff(data) or Image.MIME.get(image.format or "", "image/png")
+    if max(width, height) <= max_side and len(data) <= max_bytes and media_type in _KEPT:
+        fmt = image.format or media_type.rpartition("/")[2].upper()
+        return Attachment(
+            "image",
+            media_type,
+            data,
+            name=name,
+            width=width,
+            height=height,
+            description=f"{fmt} {width}x{height}, {size_text(len(data))}",
+            source=source,
+        )
+    return _encode(image, source, name)
+
+
+_KEPT = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def _other_picture(data: bytes, name: str | None) -> Attachment | None:
+    """A picture in another format Pillow reads (TIFF, BMP...), sent as PNG or JPEG."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (UnidentifiedImageError, OSError, ValueError):
+        return None
+    return _encode(image, f"file {name}" if name else "bytes", name)
+
+
+def _encode(image: PILImage, source: str, name: str | None = None) -> Attachment:
+    """A picture as PNG (JPEG for a large photo), downscaled to fit the limits."""
+    from PIL import Image, ImageOps
+
+    max_side, max_bytes = _limits()
+    original = image.size
+    image = ImageOps.exif_transpose(image) or image
+    if image.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
+        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+    if max(image.size) > max_side:
+        image = image.copy()
+        image.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    photo = _is_photo(image)
+    data = _saved(image, photo)
+    while len(data) > max_bytes and min(image.size) > 1:
+        scale = max(0.1, min(0.9, (max_bytes / len(data)) ** 0.5 * 0.95))
+        smaller = (max(1, int(image.size[0] * scale)), max(1, int(image.size[1] * scale)))
+        image = image.resize(smaller, Image.Resampling.LANCZOS)
+        data = _saved(image, photo)
+    width, height = image.size
+    fmt = "JPEG" if photo else "PNG"
+    note = f" (downscaled from {original[0]}x{original[1]})" if image.size != original else ""
+    return Attachment(
+        "image",
+        f"image/{fmt.lower()}",
+        data,
+        name=name,
+        width=width,
+        height=height,
+        description=f"{fmt} {width}x{height}, {size_text(len(data))}{note}",
+        source=source,
+    )
+
+
+def _is_photo(image: PILImage) -> bool:
+    """Large, without transparency, and with many colours: JPEG carries it far smaller."""
+    if image.size[0] * image.size[1] <= PHOTO_PIXELS or image.mode not in ("RGB", "L"):
+        return False
+    return image.getcolors(maxcolors=_PHOTO_COLOURS) is None
+
+
+def _saved(image: PILImage, photo: bool) -> bytes:
+    buffer = io.BytesIO()
+    if photo:
+        image.save(buffer, format="JPEG", quality=_JPEG_QUALITY, optimize=True)
+    else:
+        image.save(buffer, format="PNG", optimize=image.size[0] * image.size[1] <= PHOTO_PIXELS)
+    return buffer.getvalue()
+
+
+def of_bytes(data: bytes, media_type: str | None, *, name: str | None = None) -> Attachment:
+    """Bytes that arrived as a content part (a data URL, a base64 field), as they are: never
+    encoded again, nor decoded (so no picture library is needed: the log's writer reads
+    parts with it). The type is the bytes' own when they begin like a picture."""
+    media_type = sniff(data) or media_type or "application/octet-stream"
+    kind: Kind = "image" if media_type.startswith("image/") else "document"
+    what = "PDF" if media_type == "application/pdf" else media_type.rpartition("/")[2].upper()
+    return Attachment(
+        kind,
+        media_type,
+        data,
+        name=name,
+        description=f"{what} {name + ', ' if name else ''}{size_text(len(data))}",
+        source="content part",
+    )
