@@ -23,11 +23,13 @@ look up, and a finished row keeps its reply as bytes and its usage as a tuple (a
 100,000 rows must not give the garbage collector millions of objects to walk).
 
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
-number of rows. Finished rows go to the store's writer thread in groups (every
-`FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
-transactions rather than one per row, and a worker does not start a new row while more than
-`UNCOMMITTED` finished rows wait for their commit. So a process killed outright re-sends at
-most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
+number of rows. A finished row goes to the store's writer thread at once, and its worker
+starts the next row only once the row is committed (`Store.committed`: the writer wakes the
+loop once per transaction). The writer commits whatever waits in one transaction (group
+commit), so rows gather while one commits and the next takes them all: as fast as the disk
+allows, with no timer. So a process killed outright re-sends at most ``concurrency`` rows
+the gateway had answered: each worker holds one row, in flight or waiting for its commit
+(the rows of the transaction under way among them).
 """
 
 from __future__ import annotations
@@ -53,12 +55,10 @@ from .pacing import Pacing
 from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+__all__ = ["Engine", "RATE_LIMIT_RETRIES"]
 
 RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
-UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
-FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
-FLUSH_ROWS = 200  # or how many wait
+_LAST_COMMIT_WAIT = 10.0  # seconds the end of a batch waits for its last rows' commit
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 
@@ -121,11 +121,8 @@ class Engine:
         self._stopping = False
         self._failure: Row | None = None
         self._tasks: list[asyncio.Future[None]] = []
-        self._catching_up: asyncio.Future[None] | None = None  # see `_committed`
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._logged = 0  # rows handed to the writer
-        self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
-        self._committed_base = store.rows if store is not None else 0
+        self._ticket: int | None = None  # of the last row handed to the writer
         # The keys the log can answer, read once (None: too many, ask per row): most rows of a
         # batch are not in the log, and a set says so without a query.
         self._answerable = store.answer_keys() if store is not None and self.cache else None
@@ -154,25 +151,6 @@ class Engine:
             if self._failure is not None and self.on_error == "raise":
                 self.stop()
                 return
-            if self._uncommitted() > UNCOMMITTED:
-                await self._committed()
-
-    async def _committed(self) -> None:
-        """Wait until the writer has caught up. The workers held back share one poll: 64
-        workers polling each would cost the event loop more than the rows they wait for."""
-        if self._catching_up is None or self._catching_up.done():
-            self._catching_up = asyncio.ensure_future(self._catch_up())
-        await asyncio.shield(self._catching_up)
-
-    async def _catch_up(self) -> None:
-        while self._uncommitted() > UNCOMMITTED:
-            await asyncio.sleep(0.002)
-
-    def _uncommitted(self) -> int:
-        store = self.store
-        if store is None or store.off is not None or not store.log_enabled:
-            return 0
-        return len(self._unlogged) + self._logged - (store.rows - self._committed_base)
 
     async def _row(self, position: int, label: Any, fields: Mapping[str, Any]) -> None:
         started = time.perf_counter()
@@ -205,7 +183,9 @@ class Engine:
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        self._log(row, sender, usage)
+        ticket = self._log(row, sender, usage)
+        if ticket is not None and not row.cached:  # a row paid for is in the log before the next
+            await self.store.committed(ticket)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -222,39 +202,30 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender, usage: Any) -> None:
+    def _log(self, row: Row, sender: _RowSender, usage: Any) -> int | None:
+        """Hand the row to the store's writer; its ticket (None: not logged)."""
         store = self.store
         if store is None or sender.body is None:
-            return
-        arguments = (sender.path or row.endpoint or "", self.model, sender.body)
-        self._unlogged.append(
-            (
-                arguments,
-                {
-                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
-                    "text": row.text,
-                    "usage": usage,
-                    "latency": row.latency,
-                    "status": sender.status,
-                    "error": row.error,
-                    "request_id": row.request_id,
-                    "gateway": self.gateway,
-                    "cached": row.cached,
-                    "cache_key": sender.key,
-                    "secrets": (self.programs.api_key,),
-                },
-            )
+            return None
+        ticket = store.record_exchange(
+            sender.path or row.endpoint or "",
+            self.model,
+            sender.body,
+            response=sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
+            text=row.text,
+            usage=usage,
+            latency=row.latency,
+            status=sender.status,
+            error=row.error,
+            request_id=row.request_id,
+            gateway=self.gateway,
+            cached=row.cached,
+            cache_key=sender.key,
+            secrets=(self.programs.api_key,),
         )
-        if len(self._unlogged) >= FLUSH_ROWS:
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        """Give the finished rows to the store's writer, all at once: it commits what it finds
-        waiting in one transaction."""
-        unlogged, self._unlogged = self._unlogged, []
-        for arguments, fields in unlogged:
-            self.store.record_exchange(*arguments, **fields)
-        self._logged += len(unlogged)
+        if ticket is not None:
+            self._ticket = ticket
+        return ticket
 
     async def _watch(self) -> None:
         """Cut the requests past the request timeout. One timer for the batch rather than one
@@ -268,11 +239,6 @@ class Engine:
                     self._expired.add(task)
                     task.cancel()
 
-    async def _hand_over_often(self) -> None:
-        while True:
-            await asyncio.sleep(FLUSH_SECONDS)
-            self._hand_over()
-
     # -- running ----------------------------------------------------------------------
 
     async def run(self) -> Batch:
@@ -283,7 +249,6 @@ class Engine:
         self._tasks = [asyncio.ensure_future(self._worker(rows)) for _ in range(self.concurrency)]
         if self._stopping:  # stopped before it began
             self.stop()
-        handing = asyncio.ensure_future(self._hand_over_often())
         watching = asyncio.ensure_future(self._watch())
         interrupted = False
         try:
@@ -296,17 +261,12 @@ class Engine:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            handing.cancel()
             watching.cancel()
-            if self._catching_up is not None:
-                self._catching_up.cancel()
-            if self.store is not None:
-                self._hand_over()
             for pool in self._pools.values():
                 await pool.aclose()
         batch = self._batch(interrupted)
-        if self.store is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.store.flush, 10.0)
+        if self.store is not None:  # the rows logged last, cached ones and those of a stop too
+            await self.store.committed(self._ticket, _LAST_COMMIT_WAIT)
         if self._failure is not None and self.on_error == "raise":
             raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
         return batch

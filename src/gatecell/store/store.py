@@ -1,11 +1,18 @@
 """`Store`: one SQLite file, written by a background thread, read from any thread.
 
-Why a writer thread: a commit costs a disk sync (WAL, ``synchronous=NORMAL``: at checkpoints)
-and redaction, JSON and hashing cost tens of microseconds; none of it belongs on the path of
-a request. `Store.record_exchange` snapshots its arguments into an entry and puts it on a queue; the
-writer takes every entry waiting and commits them in **one transaction per batch**. It
-flushes on `Store.flush`, at `close`, and at interpreter exit. A process killed outright
-loses only what was still queued: SQLite's journal keeps the file whole.
+Why a writer thread: redaction, JSON, hashing and SQLite cost tens of microseconds, and a
+write may have to wait for another process's transaction; none of it belongs on the path of
+a request. `Store.record_exchange` snapshots its arguments into an entry, puts it on a queue
+and returns its **ticket**; the writer takes every entry waiting and commits them in **one
+transaction** (group commit): while one transaction commits, new entries gather, and the
+next takes them all. There is no timer: an entry waits only for the transaction before it.
+
+Who waits for a commit decides: the client's calls wait for theirs (`Store.wait`, or
+`Store.committed` on an event loop, which never blocks the loop), so what a notebook showed
+is in the file, and a second process sees it, when the call returns; a batch's workers each
+wait for their last row before starting the next. A process killed outright loses only
+what was still queued or in the transaction under way: SQLite's journal keeps the file whole.
+`flush` waits for everything queued, as `close` and interpreter exit do.
 
 Why per-thread readers: a SQLite connection is for one thread at a time; with WAL, readers
 never wait for the writer (or for other processes' writers).
@@ -15,14 +22,18 @@ timeout, and one still locked after that is retried rather than dropped.
 
 Faults never break the caller. A folder that cannot be written, a full disk or a file that is
 not a database turns the store off (`record_exchange`, `record_job` and `lookup` become no-ops) and says
-so once per process and file, in one line on stderr. The queries (`logs`, `usage`, ...) raise
-`StoreError` instead, since their caller asked for the data.
+so once per process and file, in one line on stderr; entries it drops count as done, so no
+one waits for them. The queries (`logs`, `usage`, ...) raise `StoreError` instead, since
+their caller asked for the data.
 """
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
+import heapq
+import itertools
 import os
 import queue
 import sqlite3
@@ -50,7 +61,10 @@ BUSY_TIMEOUT = 10.0  # seconds a statement waits for another process's write loc
 _ATTEMPTS = 6  # write attempts of a batch that keeps finding the file locked
 _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
-_LINGER = 0.05  # seconds the writer waits for more entries before it commits a batch
+# The WAL is copied into the database file (a checkpoint, which syncs it to disk) by a thread
+# of its own, after this many transactions or rows: a commit never waits for a checkpoint.
+_CHECKPOINT_TRANSACTIONS = 100
+_CHECKPOINT_ROWS = 2000
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
@@ -155,10 +169,11 @@ class Store:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._local = threading.local()
-        self._queued = 0  # entries put on the queue
-        self._written = 0  # entries the writer is done with
+        self._queued = 0  # entries put on the queue: the last ticket given
+        self._written = 0  # entries the writer is done with (committed or dropped), in order
+        self._waiters: list[tuple[int, int, Any]] = []  # a heap of (ticket, order, lock or future)
+        self._order = itertools.count()
         self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
-        self._urgent = threading.Event()  # a flush or close waits: the writer commits at once
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -193,8 +208,9 @@ class Store:
         log_media: bool | None = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
-    ) -> None:
-        """Log one exchange; returns at once (the writer thread commits it).
+    ) -> int | None:
+        """Log one exchange; returns at once, with the entry's ticket for `wait` and
+        `committed` (None when nothing is logged: logging off, or the store off).
 
         ``request`` is the body sent (JSON bytes as sent, or a dict); ``response`` the raw
         reply body (parsed JSON, or its JSON bytes as received: decoded in the writer thread),
@@ -207,8 +223,8 @@ class Store:
         ``cache_key``, when the caller has computed it already, saves computing it again.
         """
         if not self.log_enabled or self.off is not None:
-            return
-        self._put(
+            return None
+        return self._put(
             ExchangeEntry(
                 time.time() if at is None else at,
                 endpoint,
@@ -252,15 +268,15 @@ class Store:
         body: Any = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
-    ) -> None:
+    ) -> int | None:
         """Record a job, or what is new about it: insert or update by (gateway, kind, job_id).
 
         Fields left None keep their recorded value; an update older than the recorded one
         (``at``) changes nothing, so two kernels polling the same job cannot go back in time.
-        Returns at once, like `record_exchange`.
+        Returns at once with a ticket, like `record_exchange`.
         """
         if not self.log_enabled or self.off is not None:
-            return
+            return None
         entry = JobEntry(
             time.time() if at is None else at,
             gateway,
@@ -275,9 +291,9 @@ class Store:
             body,
             secrets,
         )
-        self._put(entry)
+        return self._put(entry)
 
-    def _put(self, entry: ExchangeEntry | JobEntry) -> None:
+    def _put(self, entry: ExchangeEntry | JobEntry) -> int:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -289,17 +305,54 @@ class Store:
             if answers is not None:
                 self._answers[answers] += 1
             self._queue.put(entry)
+            return self._queued
+
+    # -- waiting for commits ------------------------------------------------------------------
+
+    def wait(self, ticket: int | None, timeout: float | None = None) -> bool:
+        """Block until the entry of ``ticket`` (and every one before it) is committed, or
+        dropped by a fault; False if ``timeout`` seconds passed first."""
+        with self._lock:
+            if ticket is None or self._written >= ticket:
+                return True
+            lock = _thread.allocate_lock()
+            lock.acquire()
+            heapq.heappush(self._waiters, (ticket, next(self._order), lock))
+        return lock.acquire(timeout=-1 if timeout is None else timeout)
+
+    def committed(self, ticket: int | None, timeout: float | None = None) -> Any:
+        """An ``asyncio.Future`` of the running loop, done once the entry of ``ticket`` is
+        committed (or dropped), or after ``timeout`` seconds: awaiting it never blocks the
+        loop. The writer wakes each loop once per transaction, however many wait on it."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if ticket is None or self._written >= ticket:
+                future.set_result(None)
+                return future
+            heapq.heappush(self._waiters, (ticket, next(self._order), future))
+        if timeout is not None:
+            loop.call_later(timeout, _resolve, (future,))
+        return future
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything logged so far is committed (or dropped by a fault); False if
         ``timeout`` seconds passed first."""
+        return self.wait(self._queued, timeout)
+
+    def _done(self, entries: list[ExchangeEntry | JobEntry]) -> None:
+        """``entries`` are done with (committed or dropped): wake whoever waits for them."""
         with self._lock:
-            if self._thread is None:
-                return True
-            done = threading.Event()
-            self._urgent.set()
-            self._queue.put(done)
-        return done.wait(timeout)
+            self._written += len(entries)
+            for entry in entries:
+                answers = _answers(entry)
+                if answers is not None:
+                    self._answers[answers] -= 1
+            self._answers = +self._answers  # drop the keys no longer pending
+            ready = _ready(self._waiters, self._written)
+        _wake(ready)
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Flush, then end the writer thread and close its connection. Logging again
@@ -311,44 +364,30 @@ class Store:
             # A writer started later gets a queue of its own: each thread owns its queue and
             # connection, so an old one finishing never shares either with a new one.
             self._thread, self._queue = None, queue.SimpleQueue()
-            self._urgent.set()
             ending.put(_STOP)
         thread.join(timeout)
 
-    def _gather(self, entries: queue.SimpleQueue[Any]) -> list[Any]:
-        """The next batch: the first entry, and what comes within `_LINGER` of it. Requests
-        come one by one, and a transaction (or a wake-up of this thread at each `put`) per
-        entry would cost more than the row; a flush or a close ends the wait at once."""
-        batch = [entries.get()]
-        if isinstance(batch[0], (ExchangeEntry, JobEntry)):
-            self._urgent.wait(_LINGER)
-            self._urgent.clear()
-        with contextlib.suppress(queue.Empty):
-            while len(batch) < _BATCH:
-                batch.append(entries.get_nowait())
-        return batch
-
-    def _run(self, entries_queue: queue.SimpleQueue[Any]) -> None:
+    def _run(self, entries: queue.SimpleQueue[Any]) -> None:
+        """The writer: every entry waiting goes in the next transaction (group commit)."""
         conn: sqlite3.Connection | None = None
+        checkpoints = _Checkpointer(self.path)
         while True:
-            batch = self._gather(entries_queue)
-            entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
-            if entries:
+            batch = [entries.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < _BATCH:
+                    batch.append(entries.get_nowait())
+            stop = batch[-1] is _STOP  # nothing follows the stop: close() gave this queue up
+            if stop:
+                batch.pop()
+            if batch:
                 try:
-                    conn = self._write(entries, conn)
-                except Exception as exc:  # the writer must outlive anything: flush() waits on it
+                    conn = self._write(batch, conn)
+                except Exception as exc:  # the writer must outlive anything: callers wait on it
                     self._fail(exc)
-                with self._lock:
-                    self._written += len(entries)
-                    for entry in entries:
-                        answers = _answers(entry)
-                        if answers is not None:
-                            self._answers[answers] -= 1
-                    self._answers = +self._answers  # drop the keys no longer pending
-            for item in batch:
-                if isinstance(item, threading.Event):
-                    item.set()
-            if _STOP in batch:
+                self._done(batch)
+                checkpoints.count(len(batch))
+            if stop:
+                checkpoints.stop()
                 if conn is not None:
                     conn.close()
                 return
@@ -374,6 +413,7 @@ class Store:
             try:
                 if conn is None:
                     conn = connect(self.path)
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see _Checkpointer
                 self._commit(conn, exchanges, jobs)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
@@ -437,9 +477,9 @@ class Store:
 
         It waits for this process's pending writes only when one of them could be that
         answer (its key is this one, or not known yet): a run of cache hits, each logged,
-        never waits for the commits of the one before. ``settle=False`` never waits: the
-        batch engine looks up rows while it logs others, and a wait per row would hold it to
-        the writer's pace."""
+        never waits for the commits of the others. ``settle=False`` never waits: the batch
+        engine looks up rows while it logs others, and a wait per row would hold it to the
+        writer's pace."""
         if self.off is not None:
             return None
         if settle:
@@ -526,6 +566,54 @@ class Store:
 _ORPHANS: list[Any] = []
 
 
+class _Checkpointer:
+    """Copies the WAL into the database file from a thread and connection of its own.
+
+    SQLite checkpoints at the commit that takes the WAL past 1,000 pages, and that commit
+    then waits for the copy and two disk syncs: milliseconds, against a tenth of one for a
+    commit. The writer's connection never checkpoints (``wal_autocheckpoint = 0``); it
+    counts its transactions and asks for a passive checkpoint here every
+    `_CHECKPOINT_TRANSACTIONS` or `_CHECKPOINT_ROWS`, which runs beside the commits that
+    follow (WAL lets it). Best effort: one that fails is left to the next, or to SQLite as
+    the last connection closes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._transactions = self._rows = 0
+        self._due: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def count(self, rows: int) -> None:
+        """One more transaction of ``rows`` entries (in the writer thread)."""
+        self._transactions += 1
+        self._rows += rows
+        if self._transactions < _CHECKPOINT_TRANSACTIONS and self._rows < _CHECKPOINT_ROWS:
+            return
+        self._transactions = self._rows = 0
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="gatecell-checkpoint", daemon=True)
+            self._thread.start()
+        self._due.put(True)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._due.put(False)
+            self._thread.join()
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while self._due.get():
+                try:
+                    conn = conn or connect(self.path)
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except (sqlite3.Error, OSError):
+                    pass
+        finally:
+            if conn is not None:
+                conn.close()
+
+
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     """Insert exchanges 32 rows a statement: ``executemany`` hands the interpreter lock back
     and forth once a row, and each time the caller's thread may be kept waiting for it."""
@@ -542,6 +630,37 @@ def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
     if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
         return None
     return entry.cache_key or ""
+
+
+def _ready(waiters: list[tuple[int, int, Any]], upto: int) -> list[Any]:
+    """Take from the heap ``waiters`` those whose ticket is at most ``upto``."""
+    ready = []
+    while waiters and waiters[0][0] <= upto:
+        ready.append(heapq.heappop(waiters)[2])
+    return ready
+
+
+def _wake(ready: list[Any]) -> None:
+    """Release the locks of sync waiters; wake each event loop once for its futures."""
+    loops: dict[Any, list[Any]] = {}
+    for waker in ready:
+        if type(waker) is _LOCK:
+            waker.release()
+        else:
+            loops.setdefault(waker.get_loop(), []).append(waker)
+    for loop, futures in loops.items():
+        with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits there
+            loop.call_soon_threadsafe(_resolve, futures)
+
+
+def _resolve(futures: Sequence[Any]) -> None:
+    """In the waiters' loop: their commits are done (a future given up meanwhile is skipped)."""
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
+_LOCK = _thread.LockType
 
 
 def _close_all() -> None:
