@@ -50,8 +50,8 @@ def kernel(tmp_path):
 
 
 def exchanges(home: Path, count: int = 0) -> list[dict]:
-    """Every exchange in the log, oldest first, once it holds at least ``count`` (a kernel's
-    writer commits within 50 ms of a call)."""
+    """Every exchange in the log, oldest first, once it holds at least ``count`` (a call
+    returns once its exchange is committed; a kernel shut down commits what was queued)."""
     store = Store(home / "gatecell.db", log=False)
     deadline = time.monotonic() + 30
     try:
