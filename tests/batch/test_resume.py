@@ -76,7 +76,7 @@ def test_a_map_killed_at_random_five_times_resends_at_most_the_rows_in_flight(ro
         kill_at = start + chance.randrange(30, 300)  # requests into this run
         child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
         try:
-            _wait(lambda: len(server.prompts) >= kill_at or child.poll() is not None, "the run's requests")
+            _wait(lambda: len(server.prompts) >= kill_at or child.poll() is not None, "the run's requests")  # noqa: B023
             child.send_signal(signal.SIGKILL)
             assert child.wait(30) == -signal.SIGKILL  # killed mid-batch
         finally:

@@ -56,12 +56,10 @@ def held(path: Path) -> Iterator[Callable[[float], None]]:
         conn.close()
 
 
+ASK = "'local-chat', [{'role': 'user', 'content': 'What is 2+2?'}]"
 CALL = {
-    "Gateway": "reply = Gateway().chat('local-chat', [{'role': 'user', 'content': 'What is 2+2?'}])\n",
-    "AsyncGateway": (
-        "import asyncio\n"
-        "reply = asyncio.run(AsyncGateway().chat('local-chat', [{'role': 'user', 'content': 'What is 2+2?'}]))\n"
-    ),
+    "Gateway": f"reply = Gateway().chat({ASK})\n",
+    "AsyncGateway": f"import asyncio\nreply = asyncio.run(AsyncGateway().chat({ASK}))\n",
 }
 
 
