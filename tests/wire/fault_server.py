@@ -286,9 +286,15 @@ async def ok(srv: FaultServer, req: Request, resp: Response) -> None:
                         },
                         event="response.created",
                     ),
-                    encode(
-                        {"type": "response.reasoning_summary_text.delta", "delta": "Thought."},
-                        event="response.reasoning_summary_text.delta",
+                    *(
+                        []
+                        if req.scenario == "summary-at-end"  # the summary only in the completed response
+                        else [
+                            encode(
+                                {"type": "response.reasoning_summary_text.delta", "delta": "Thought."},
+                                event="response.reasoning_summary_text.delta",
+                            )
+                        ]
                     ),
                     encode(
                         {"type": "response.output_text.delta", "delta": "Forty"},
@@ -740,6 +746,7 @@ SCENARIOS: dict[str, Handler] = {
     "compressed": compressed,
     "echo-key-header": echo_key_header,
     "litellm": litellm,
+    "summary-at-end": ok,
 }
 
 
