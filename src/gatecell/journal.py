@@ -64,6 +64,7 @@ __all__ = [
     "Journal",
     "Commit",
     "COMMIT_WAIT",
+    "MODEL_INFO_MAX_AGE",
     "LOCAL",
     "CallContext",
     "call_context",
@@ -74,6 +75,7 @@ __all__ = [
 
 LOCAL = "local"
 COMMIT_WAIT = 10.0  # seconds a call waits at most for its log entry's commit
+MODEL_INFO_MAX_AGE = 7 * 86400  # seconds a gateway's model info (its prices) is kept before it is asked again
 ENV_NOTEBOOK = "JPY_SESSION_NAME"
 _JSON_HEADERS = Headers({"content-type": "application/json"})
 
@@ -187,6 +189,24 @@ class Journal(Hooks):
         note = _Note(context, at, key)
         return note, (None if answer is None else _replayed(call, answer))
 
+    # -- what answers cost --------------------------------------------------------------
+
+    def wants_model_info(self) -> bool:
+        """Whether this gateway's model info is worth asking: the log has none younger than
+        `MODEL_INFO_MAX_AGE`."""
+        if not self._log():
+            return False
+        from gatecell.store.records import iso
+
+        asked = self.store.model_info_asked(self.gateway)
+        return asked is None or asked < iso(time.time() - MODEL_INFO_MAX_AGE)
+
+    def model_info(self, body: Any) -> None:
+        """Keep the prices of the gateway's model info (none, if it gave none)."""
+        from gatecell.store.prices import model_info_prices
+
+        self.store.record_model_prices(self.gateway, model_info_prices(body))
+
     # -- jobs ---------------------------------------------------------------------------
 
     def job_kind(self, job_id: str) -> str:
@@ -245,6 +265,10 @@ class Journal(Hooks):
             response = outcome.body
         elif result is not None:
             response = outcome.body
+        cost = cost_source = None
+        if meta is not None and not meta.cached:  # a reply from the log cost nothing
+            cost, cost_source = self.store.cost_of(meta.cost, self.gateway, call.model, usage)
+            meta.priced(cost, cost_source)  # the footer shows it
         logged = self.store.record_exchange(
             call.path,
             call.model,
@@ -268,6 +292,8 @@ class Journal(Hooks):
             log_media=self._log_media(),
             secrets=secrets,
             at=note.at,
+            cost=cost,
+            cost_source=cost_source,
         )
         ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
         return None if ticket is None else Commit(self.store, ticket)

@@ -15,7 +15,8 @@ import gatecell.store.records
 import gatecell.store.store
 from gatecell import Secret
 from gatecell.store import Store, cache_key, default_store, settings
-from gatecell.store.prices import load_prices
+from gatecell.store.prices import Price, load_prices
+from gatecell.store.report import usage_cells
 from gatecell.store.schema import VERSION, fts5_available, migrate
 from gatecell.store.store import connect
 from gatecell.wire.errors import ConfigError
@@ -489,6 +490,37 @@ def test_prices_from_toml_and_clear_errors_for_bad_files(tmp_path: Path):
         load_prices(tmp_path / "absent.json")
 
 
+def test_usage_adds_the_logged_costs_and_prices_the_rest_with_their_sources(store: Store):
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+    plan = [  # (model, cost logged, its source)
+        ("gpt-a", 0.5, "gateway"),
+        ("gpt-a", 0.25, "model-info"),
+        ("gpt-a", None, None),  # priced by the prices given, if any
+        ("gpt-b", 0.125, "gateway"),
+        ("gpt-b", None, None),  # no price for gpt-b: unknown
+    ]
+    for model, cost, source in plan:
+        store.record_exchange(
+            CHAT, model, {"model": model}, usage=usage, at=T0, cost=cost, cost_source=source
+        )
+    assert store.flush(30)
+    priced = {
+        r.model: (r.cost, r.cost_source, r.unpriced) for r in store.usage(prices={"gpt-a": Price(100, 1000)})
+    }
+    assert priced == {
+        "gpt-a": (pytest.approx(0.5 + 0.25 + 0.2), "gateway+model-info+prices", 0),
+        "gpt-b": (pytest.approx(0.125), "gateway", 1),
+    }
+    bare = {r.model: (r.cost, r.cost_source, r.unpriced) for r in store.usage(prices={})}
+    assert bare["gpt-a"] == (pytest.approx(0.75), "gateway+model-info", 1)
+    header, cells = usage_cells(store.usage(prices={}), with_cost=False)  # a cost is known: shown
+    assert header[-2:] == ["cost ($)", "source"]
+    assert [row[-2:] for row in cells] == [
+        ["0.750000", "gateway+model-info, 1 unknown"],
+        ["0.125000", "gateway, 1 unknown"],
+    ]
+
+
 def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: Path):
     path = home / "gatecell.db"
     path.parent.mkdir(parents=True)
@@ -513,9 +545,14 @@ def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: P
     assert [r["prompt"] for r in s.logs(q="lighthouse")] == ["old lighthouse prompt"]  # found via FTS5
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
-        assert conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall() == before
+        now = conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall()
+        assert [row[: len(before[0])] for row in now] == before  # the later steps add columns only
+        assert {row[len(before[0]) :] for row in now} == {(None,) * (len(now[0]) - len(before[0]))}
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert ("exchanges_fts" in tables) == fts5_available()
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert ("exchanges_fts" in tables) == fts5_available() and "model_prices" in tables
+    assert {"exchanges_answers", "exchanges_time", "exchanges_conversation"} <= indexes
+    assert "exchanges_model" not in indexes  # step 5: one index fewer for each insert to keep up
     assert s.lookup("k1") is not None and s.lookup("k1").text == "old reply"  # type: ignore[union-attr]
     job = s.job("v9")
     assert job is not None and job.state == "running"

@@ -48,6 +48,7 @@ from gatecell.wire.exchange import Program
 from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
 from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
 from gatecell.wire.proxies import Proxies
+from gatecell.wire.results import response_cost
 from gatecell.wire.schemas import usage_of
 
 from .options import Options
@@ -123,6 +124,10 @@ class Engine:
         self._tasks: list[asyncio.Future[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticket: int | None = None  # of the last row handed to the writer
+        from gatecell.store.keys import gateway_address
+
+        self._pricing = store.pricing() if store is not None else None  # what rows cost, when known
+        self._address = gateway_address(gateway)
         # The keys the log can answer, read once (None: too many, ask per row): most rows of a
         # batch are not in the log, and a set says so without a query.
         self._answerable = store.answer_keys() if store is not None and self.cache else None
@@ -203,8 +208,19 @@ class Engine:
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
     def _log(self, row: Row, sender: _RowSender, usage: Any) -> int | None:
-        """Hand the row to the store's writer; its ticket (None: not logged)."""
+        """Price the row, and hand it to the store's writer; its ticket (None: not logged)."""
         store = self.store
+        if (
+            self._pricing is not None and not row.cached and row.error is None
+        ):  # a row from the log cost nothing
+            tokens = row.usage
+            row.cost, row.cost_source = self._pricing.cost(
+                sender.cost,
+                self._address,
+                self.model,
+                tokens.prompt_tokens if tokens else None,
+                tokens.completion_tokens if tokens else None,
+            )
         if store is None or sender.body is None:
             return None
         ticket = store.record_exchange(
@@ -222,6 +238,8 @@ class Engine:
             cached=row.cached,
             cache_key=sender.key,
             secrets=(self.programs.api_key,),
+            cost=row.cost,
+            cost_source=row.cost_source,
         )
         if ticket is not None:
             self._ticket = ticket
@@ -339,7 +357,7 @@ class Engine:
 class _RowSender:
     """Sends the requests of one row's program (a `drivers.AsyncSend`)."""
 
-    __slots__ = ("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited")
+    __slots__ = ("engine", "key", "body", "path", "raw", "status", "cost", "sent", "booked", "rate_limited")
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -348,6 +366,7 @@ class _RowSender:
         self.path: str | None = None
         self.raw: bytes | None = None  # the last answer's body
         self.status: int | None = None
+        self.cost: float | None = None  # what the gateway said the last answer cost
         self.sent = 0
         self.booked = 0.0  # tokens booked on the tpm schedule
         self.rate_limited = 0
@@ -395,7 +414,7 @@ class _RowSender:
                 continue
             if status < 300:
                 pacing.succeeded()
-            self.status, self.raw = status, content
+            self.status, self.raw, self.cost = status, content, response_cost(headers)
             return Response(status, headers, request, content=content)
 
     async def _exchange(

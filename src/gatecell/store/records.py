@@ -26,6 +26,7 @@ from .keys import cache_key, gateway_address
 __all__ = [
     "ExchangeEntry",
     "JobEntry",
+    "PricesEntry",
     "EXCHANGE_COLUMNS",
     "JOB_COLUMNS",
     "exchange_row",
@@ -64,6 +65,8 @@ class ExchangeEntry:
     media_type: str | None
     log_media: bool
     secrets: Secrets
+    cost: float | None = None
+    cost_source: str | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +83,23 @@ class JobEntry:
     notebook: str | None
     body: Any
     secrets: Secrets
+
+
+@dataclass(slots=True)
+class PricesEntry:
+    """What a gateway's model info said its models cost (dollars per million tokens)."""
+
+    at: float
+    gateway: str
+    prices: dict[str, Any]  # model -> `prices.Price`
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The ``model_prices`` rows: one per model, and one of model ``''`` saying when the
+        gateway was asked (so it is not asked again, even if it gave none)."""
+        gateway, at = gateway_address(self.gateway), iso(self.at)
+        rows: list[tuple[Any, ...]] = [(gateway, "", None, None, at)]
+        rows += [(gateway, m, p.input / 1e6, p.output / 1e6, at) for m, p in self.prices.items()]
+        return rows
 
 
 _SECOND: tuple[int, str] = (0, "1970-01-01T00:00:00")  # the last second formatted: rows come in runs
@@ -223,7 +243,8 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
 EXCHANGE_COLUMNS = tuple(
     "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
     "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
-    "notebook cached partial cache_key media_type media_size media_sha256 media response_json".split()
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json cost "
+    "cost_source".split()
 )
 JOB_COLUMNS = tuple(
     "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
@@ -304,6 +325,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_sha,
         media,
         response if isinstance(response, str) else _json(response),
+        e.cost,
+        e.cost_source if e.cost is not None else None,
     ]
     return _redacted(row, _EXCHANGE_TEXTS, e.secrets)
 

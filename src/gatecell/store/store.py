@@ -51,8 +51,19 @@ from gatecell.wire.errors import GatecellError
 from gatecell.wire.secret import Secret
 
 from . import queries
-from .prices import Price, load_prices
-from .records import EXCHANGE_COLUMNS, JOB_COLUMNS, ExchangeEntry, JobEntry, exchange_row, job_row
+from .keys import gateway_address
+from .prices import Price, Pricing, load_prices, usage_cost
+from .records import (
+    EXCHANGE_COLUMNS,
+    JOB_COLUMNS,
+    ExchangeEntry,
+    JobEntry,
+    PricesEntry,
+    exchange_row,
+    iso,
+    job_row,
+    usage_counts,
+)
 from .schema import migrate
 
 __all__ = ["Store", "StoreError", "connect"]
@@ -68,7 +79,7 @@ _CHECKPOINT_ROWS = 2000
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
-_ROWS_PER_INSERT = 32  # 32 rows of 30 values: within the 999 variables of the oldest SQLite
+_ROWS_PER_INSERT = 999 // len(EXCHANGE_COLUMNS)  # within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
     "ON CONFLICT (gateway, kind, job_id) DO UPDATE SET "
@@ -132,6 +143,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
+Entry = ExchangeEntry | JobEntry | PricesEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -174,6 +186,9 @@ class Store:
         self._waiters: list[tuple[int, int, Any]] = []  # a heap of (ticket, order, lock or future)
         self._order = itertools.count()
         self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
+        self._pricing: Pricing | None = None  # see `pricing`
+        self._prices_path: str | None = None
+        self._asked: dict[str, str] = {}  # gateway address -> when its model info was asked
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -208,6 +223,8 @@ class Store:
         log_media: bool | None = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
+        cost: float | None = None,
+        cost_source: str | None = None,
     ) -> int | None:
         """Log one exchange; returns at once, with the entry's ticket for `wait` and
         `committed` (None when nothing is logged: logging off, or the store off).
@@ -221,6 +238,8 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
+        ``cost`` is what it cost in US dollars, and ``cost_source`` who said (`prices.SOURCES`;
+        see `pricing`).
         """
         if not self.log_enabled or self.off is not None:
             return None
@@ -250,6 +269,8 @@ class Store:
                 media_type,
                 self.log_media if log_media is None else log_media,
                 secrets,
+                cost,
+                cost_source,
             )
         )
 
@@ -293,7 +314,71 @@ class Store:
         )
         return self._put(entry)
 
-    def _put(self, entry: ExchangeEntry | JobEntry) -> int:
+    # -- what exchanges cost ---------------------------------------------------------------
+
+    def pricing(self) -> Pricing:
+        """The prices an exchange whose answer did not say what it cost is priced by: the
+        gateways' model info kept in the log, and ``GATECELL_PRICES`` (read when it changes;
+        a file that cannot be read prices nothing here, and says so once: ``usage`` raises)."""
+        path = os.environ.get("GATECELL_PRICES") or None
+        pricing = self._pricing
+        if pricing is None or path != self._prices_path:
+            model_info = dict(pricing.model_info) if pricing is not None else self._model_info()
+            prices = {}
+            if path:
+                try:
+                    prices = load_prices(Path(path).expanduser())
+                except GatecellError as exc:
+                    _warn_once(f"prices:{path}", f"costs are not priced by GATECELL_PRICES: {exc}")
+            self._pricing, self._prices_path = pricing, path = Pricing(model_info, prices), path
+        return pricing
+
+    def _model_info(self) -> dict[tuple[str, str], Price]:
+        if self.off is not None:
+            return {}
+        try:
+            conn = self._reader()
+            found = queries.model_prices(conn) if conn is not None else ({}, {})
+        except (sqlite3.Error, OSError):
+            return {}
+        self._asked.update(found[1])
+        return found[0]
+
+    def cost_of(
+        self, said: float | None, gateway: str, model: str | None, usage: Any
+    ) -> tuple[float | None, str | None]:
+        """What an exchange cost, and who said (see `pricing`): ``said`` is the gateway's own
+        figure (else its usage's ``cost``), ``usage`` the reply's usage in any shape."""
+        if said is None:
+            said = usage_cost(usage)
+        pricing, address = self.pricing(), gateway_address(gateway)
+        if said is None and not pricing.knows(address, model):
+            return None, None
+        prompt, completion, _, _ = usage_counts(usage)
+        return pricing.cost(said, address, model, prompt, completion)
+
+    def model_info_asked(self, gateway: str) -> str | None:
+        """When this gateway's model info was last asked (UTC ISO 8601), or None."""
+        self.pricing()
+        return self._asked.get(gateway_address(gateway))
+
+    def record_model_prices(
+        self, gateway: str, prices: Mapping[str, Price], at: float | None = None
+    ) -> int | None:
+        """Keep what a gateway's model info says its models cost (replacing what it said
+        before), for this process's pricing at once and in the log; a ticket, as
+        `record_exchange`."""
+        entry = PricesEntry(time.time() if at is None else at, gateway, dict(prices))
+        pricing, address = self.pricing(), gateway_address(gateway)
+        for model in [key for key in pricing.model_info if key[0] == address]:
+            del pricing.model_info[model]
+        pricing.model_info.update({(address, model): price for model, price in prices.items()})
+        self._asked[address] = iso(entry.at)
+        if not self.log_enabled or self.off is not None:
+            return None
+        return self._put(entry)
+
+    def _put(self, entry: Entry) -> int:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -342,7 +427,7 @@ class Store:
         ``timeout`` seconds passed first."""
         return self.wait(self._queued, timeout)
 
-    def _done(self, entries: list[ExchangeEntry | JobEntry]) -> None:
+    def _done(self, entries: list[Entry]) -> None:
         """``entries`` are done with (committed or dropped): wake whoever waits for them."""
         with self._lock:
             self._written += len(entries)
@@ -392,29 +477,29 @@ class Store:
                     conn.close()
                 return
 
-    def _write(
-        self, entries: list[ExchangeEntry | JobEntry], conn: sqlite3.Connection | None
-    ) -> sqlite3.Connection | None:
+    def _write(self, entries: list[Entry], conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
         """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
-        exchanges, jobs = [], []
+        exchanges, jobs, prices = [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
                     exchanges.append(exchange_row(entry))
-                else:
+                elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
+                else:
+                    prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
                 _warn_once(
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs):
+            if self.off is not None or not (exchanges or jobs or prices):
                 break
             try:
                 if conn is None:
                     conn = connect(self.path)
                     conn.execute("PRAGMA wal_autocheckpoint = 0")  # see _Checkpointer
-                self._commit(conn, exchanges, jobs)
+                self._commit(conn, exchanges, jobs, prices)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
@@ -431,7 +516,10 @@ class Store:
 
     @staticmethod
     def _commit(
-        conn: sqlite3.Connection, exchanges: list[tuple[Any, ...]], jobs: list[tuple[Any, ...]]
+        conn: sqlite3.Connection,
+        exchanges: list[tuple[Any, ...]],
+        jobs: list[tuple[Any, ...]],
+        prices: list[PricesEntry],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -439,6 +527,9 @@ class Store:
                 _insert(conn, exchanges)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
+            for entry in prices:  # what the gateway says now replaces what it said before
+                conn.execute("DELETE FROM model_prices WHERE gateway = ?", (gateway_address(entry.gateway),))
+                conn.executemany("INSERT INTO model_prices VALUES (?, ?, ?, ?, ?)", entry.rows())
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite rolls back by itself after some errors (a full disk)
@@ -615,14 +706,14 @@ class _Checkpointer:
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert exchanges 32 rows a statement: ``executemany`` hands the interpreter lock back
+    """Insert exchanges many rows a statement: ``executemany`` hands the interpreter lock back
     and forth once a row, and each time the caller's thread may be kept waiting for it."""
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
         conn.execute(_INSERT + ", ".join([_ROW] * len(chunk)), [value for row in chunk for value in row])
 
 
-def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
+def _answers(entry: Entry) -> str | None:
     """The cache key a queued entry could answer once written ('' when not known yet), or
     None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
     if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:

@@ -155,7 +155,10 @@ class Hooks:
     ``ended`` hears how the call ended, once: at once, or for a stream when it ends; what it
     returns, a `Pending` (the log's commit of the outcome), the call waits for before it
     returns (a stream before its iteration ends), so what a caller was shown is recorded.
-    ``job_kind`` lets a job be polled by its id alone.
+    ``job_kind`` lets a job be polled by its id alone. ``wants_model_info`` is asked once per
+    client whose gateway is LiteLLM (it names itself in ``x-litellm-*`` headers): if so, its
+    ``GET /model/info`` body (None if that failed) goes to ``model_info`` (the log keeps the
+    prices there, for the answers that do not say what they cost).
     """
 
     def started(self, call: Call) -> tuple[Any, tuple[Response, ResponseMeta] | None]:
@@ -163,6 +166,12 @@ class Hooks:
 
     def ended(self, outcome: Outcome) -> Pending | None:
         return None
+
+    def wants_model_info(self) -> bool:
+        return False
+
+    def model_info(self, body: Any) -> None:
+        pass
 
     def job_kind(self, job_id: str) -> str | None:
         """The kind of the job with this id, when the hooks know it (the log does)."""
@@ -207,6 +216,8 @@ class Calls:
             self._locate = None
         self.api_key = api_key
         self.usage_known = False  # the gateway is known to report usage on streams when asked
+        self.litellm = False  # the gateway named itself LiteLLM (see `_seen`)
+        self._model_info_asked = False
 
     # -- where, and with which key -------------------------------------------------------
 
@@ -321,6 +332,8 @@ class Calls:
                 response, meta = answered
             else:
                 response, meta = yield from exchange(self._build, call, self.options.retry, self.api_key)
+                if not self.litellm:
+                    self._seen(response.headers)
                 if call.stream and not _is_sse(response) and not response.is_closed:
                     yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
@@ -333,6 +346,10 @@ class Calls:
             if pending is not None:
                 yield Wait(pending)
             raise failure
+        if self.litellm and not self._model_info_asked:
+            self._model_info_asked = True
+            if self.hooks.wants_model_info():
+                self.hooks.model_info((yield from self._model_info()))
         if isinstance(result, Stream):
             result.on_end = lambda stream, error: self._ended(
                 Outcome(call, stream, error, meta, not stream.complete, note=note)
@@ -343,6 +360,22 @@ class Calls:
             if pending is not None:  # what the caller is shown is in the log first
                 yield Wait(pending)
         return result
+
+    def _seen(self, headers: Headers) -> None:
+        """LiteLLM names itself in ``x-litellm-*`` headers: it takes ``stream_options``, so
+        streams ask for their usage from now on (its last usage chunk says what it cost)."""
+        if any(name.startswith("x-litellm-") for name in headers):
+            self.litellm = self.usage_known = True
+
+    def _model_info(self) -> Program[Any]:
+        """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it is
+        no exchange of the user's); None for any failure."""
+        call = Call("GET", "/model/info", logged=False)
+        try:
+            response, _ = yield from exchange(self._build, call, RetryPolicy(max_retries=0), self.api_key)
+            return json_body(response.content)
+        except GatecellError:
+            return None
 
     def _ended(self, outcome: Outcome) -> Pending | None:
         """Where every call's outcome arrives: the hooks hear of it (they must never cost
