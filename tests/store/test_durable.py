@@ -1,13 +1,16 @@
-"""What a call returned is in the log, however the process ends: killed outright (SIGKILL)
-right after the call returned, ``sys.exit``, an exception at top level, Ctrl-C in the CLI.
+"""What a call returned is in the log: the call returns once its exchange is committed (an
+`AsyncGateway` call without holding up its event loop meanwhile), however the process ends
+then: killed outright (SIGKILL) right after the call returned, ``sys.exit``, an exception at
+top level, the end of the script, Ctrl-C in the CLI.
 
-Real processes on a real file. For the clean exits, another connection holds the log's
-write lock while the process logs and starts to exit, and lets go a second later: what is
-still queued then is only there because the exit waited for it (atexit's flush).
+Real processes on a real file. Another connection holds the log's write lock while a process
+logs (and, for the clean exits, starts to exit), and lets go a second later: a call that
+returned, or an exit that ended, before that would leave its entry out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sqlite3
 import subprocess
@@ -22,6 +25,7 @@ from pathlib import Path
 import pytest
 from store_helpers import CLI, clean_env
 
+from gatecell import AsyncGateway, Gateway
 from gatecell.store import Store
 
 
@@ -46,6 +50,7 @@ def held(path: Path) -> Iterator[Callable[[float], None]]:
         timers.append(threading.Timer(seconds, conn.execute, ("COMMIT",)))
         timers[0].start()
 
+    release.conn = conn  # type: ignore[attr-defined]  (to let go from elsewhere)
     try:
         yield release
     finally:
@@ -151,3 +156,33 @@ def test_ctrl_c_in_the_cli_keeps_the_partial_reply(local_gateway, tmp_path):
     assert prompt.startswith("repeat after me: w0 w1") and partial == 1
     assert (printed + rest).decode().strip().startswith(response.strip()[:100])
     assert response.startswith("w0 w1 w2") and len(response) < len(words)
+
+
+def test_a_call_returns_once_its_exchange_is_committed(local_gateway, home: Path):
+    """The file is locked by another process: the call returns when the lock goes and its
+    exchange is in, not before."""
+    with held(home / "gatecell.db") as release, Gateway(local_gateway.base_url, local_gateway.api_key) as gw:
+        release(0.5)
+        reply = gw.chat("local-chat", [{"role": "user", "content": "What is 2+2?"}])
+        assert [row[:2] for row in _rows(home)] == [("first", None), ("What is 2+2?", reply.text)]
+
+
+def test_an_async_call_waits_for_its_commit_without_holding_up_its_loop(local_gateway, home: Path):
+    """While an `AsyncGateway` call waits for its commit, the loop runs other tasks: here the
+    very task that lets the lock go, after 20 turns of the loop."""
+    with held(home / "gatecell.db") as release:
+        locker = release.conn  # type: ignore[attr-defined]
+
+        async def main() -> list[tuple[str, str | None, int]]:
+            async def other_work() -> None:
+                for _ in range(20):
+                    await asyncio.sleep(0.005)
+                locker.execute("COMMIT")  # only a loop that keeps running gets here
+
+            async with AsyncGateway(local_gateway.base_url, local_gateway.api_key) as gw:
+                task = asyncio.ensure_future(other_work())
+                await gw.chat("local-chat", [{"role": "user", "content": "What is 2+2?"}])
+                assert task.done()
+                return _rows(home)
+
+        assert [row[0] for row in asyncio.run(main())] == ["first", "What is 2+2?"]

@@ -23,6 +23,8 @@ from gatecell.wire.secret import Secret, redact
 
 from .keys import cache_key, gateway_address
 
+_MAPPING = (dict, Mapping)  # dict first: what JSON gives, and an instant check
+
 __all__ = [
     "ExchangeEntry",
     "JobEntry",
@@ -158,7 +160,7 @@ def text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        texts = [p["text"] for p in content if isinstance(p, _MAPPING) and isinstance(p.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 
@@ -168,7 +170,7 @@ _CONTENT_KEYS = ("messages", "contents", "input", "prompt")
 
 def _prompt_of(body: Any) -> str | None:
     """The last user turn of messages / contents / input, or the ``prompt`` or ``input`` text."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, _MAPPING):
         return None
     for key in _CONTENT_KEYS:
         items = body.get(key)
@@ -176,7 +178,7 @@ def _prompt_of(body: Any) -> str | None:
             return items
         if isinstance(items, list):
             for item in reversed(items):
-                if isinstance(item, Mapping) and item.get("role", "user") == "user":
+                if isinstance(item, _MAPPING) and item.get("role", "user") == "user":
                     text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
@@ -188,7 +190,7 @@ def _without_bytes(messages: list[Any]) -> list[Any]:
     (`content_summary`): the log keeps the bytes only with ``log_media``."""
     out = []
     for item in messages:
-        if isinstance(item, Mapping):
+        if isinstance(item, _MAPPING):
             for key in ("content", "parts"):
                 value = item.get(key)
                 if isinstance(value, list):
@@ -213,7 +215,7 @@ def _first(usage: Mapping[str, Any], *names: str) -> int | None:
 
 def _detail(usage: Mapping[str, Any], outer: str, inner: str) -> int | None:
     details = usage.get(outer)
-    return _int(details.get(inner)) if isinstance(details, Mapping) else None
+    return _int(details.get(inner)) if isinstance(details, _MAPPING) else None
 
 
 def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | None]:
@@ -221,7 +223,7 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
     chat, messages, responses and generate-content. Completion tokens include the reasoning
     tokens, as chat and responses count them (Gemini's ``thoughtsTokenCount`` is added)."""
     usage = _plain(usage)
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, _MAPPING):
         return None, None, None, None
     prompt = _first(usage, "prompt_tokens", "input_tokens", "promptTokenCount")
     completion = _first(usage, "completion_tokens", "output_tokens", "candidatesTokenCount")
@@ -281,7 +283,7 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     if key is None and body is not None:
         key = cache_key(e.endpoint, e.model, body, e.gateway)
     messages = params = None
-    if isinstance(body, Mapping):
+    if isinstance(body, _MAPPING):
         messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
         params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
         if messages is not None and not e.log_media:

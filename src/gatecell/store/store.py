@@ -349,9 +349,12 @@ class Store:
     ) -> tuple[float | None, str | None]:
         """What an exchange cost, and who said (see `pricing`): ``said`` is the gateway's own
         figure (else its usage's ``cost``), ``usage`` the reply's usage in any shape."""
+        pricing = self.pricing()
         if said is None:
             said = usage_cost(usage)
-        pricing, address = self.pricing(), gateway_address(gateway)
+            if said is None and not (pricing.model_info or pricing.prices):  # nothing to price by
+                return None, None
+        address = gateway_address(gateway)
         if said is None and not pricing.knows(address, model):
             return None, None
         prompt, completion, _, _ = usage_counts(usage)
@@ -419,7 +422,8 @@ class Store:
                 return future
             heapq.heappush(self._waiters, (ticket, next(self._order), future))
         if timeout is not None:
-            loop.call_later(timeout, _resolve, (future,))
+            timer = loop.call_later(timeout, _resolve, (future,))
+            future.add_done_callback(lambda _: timer.cancel())
         return future
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -431,11 +435,14 @@ class Store:
         """``entries`` are done with (committed or dropped): wake whoever waits for them."""
         with self._lock:
             self._written += len(entries)
+            pending = self._answers
             for entry in entries:
                 answers = _answers(entry)
                 if answers is not None:
-                    self._answers[answers] -= 1
-            self._answers = +self._answers  # drop the keys no longer pending
+                    if pending[answers] > 1:
+                        pending[answers] -= 1
+                    else:
+                        del pending[answers]  # no longer pending
             ready = _ready(self._waiters, self._written)
         _wake(ready)
 
