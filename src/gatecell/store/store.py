@@ -74,8 +74,8 @@ _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
 # The WAL is copied into the database file (a checkpoint, which syncs it to disk) by a thread
 # of its own, after this many transactions or rows: a commit never waits for a checkpoint.
-_CHECKPOINT_TRANSACTIONS = 100
-_CHECKPOINT_ROWS = 2000
+_CHECKPOINT_TRANSACTIONS = 500
+_CHECKPOINT_ROWS = 10_000
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
