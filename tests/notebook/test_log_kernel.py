@@ -18,13 +18,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from locks import held
 
 from gatecell.store import Store
 
@@ -355,28 +353,6 @@ QUEUE = (
 def _prompts(home: Path) -> list[str]:
     with sqlite3.connect(home / "gatecell.db") as conn:
         return [row[0] for row in conn.execute("SELECT prompt FROM exchanges ORDER BY id")]
-
-
-@contextmanager
-def held(path: Path) -> Iterator[Callable[[float], None]]:
-    """Another process's write transaction on the log, held until ``release(seconds)`` ends
-    it that many seconds later (from a thread): what a kernel logs meanwhile waits."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("BEGIN IMMEDIATE")
-    timer: list[threading.Timer] = []
-
-    def release(seconds: float) -> None:
-        timer.append(threading.Timer(seconds, conn.execute, ("COMMIT",)))
-        timer[0].start()
-
-    try:
-        yield release
-    finally:
-        for t in timer:
-            t.join()
-        if conn.in_transaction:
-            conn.execute("COMMIT")
-        conn.close()
 
 
 def test_shutdown_and_restart_from_the_front_end_lose_nothing(kernel, kernel_cells, tmp_path):

@@ -16,49 +16,19 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from locks import held
 from store_helpers import CLI, clean_env
 
 from gatecell import AsyncGateway, Gateway
-from gatecell.store import Store
 
 
 def _rows(home: Path) -> list[tuple[str, str | None, int]]:
     with sqlite3.connect(home / "gatecell.db") as conn:
         return conn.execute("SELECT prompt, response, partial FROM exchanges ORDER BY id").fetchall()
-
-
-@contextmanager
-def held(path: Path) -> Iterator[Callable[[float], None]]:
-    """Another process's write transaction on the log (made if missing), held until
-    ``release(seconds)`` ends it that many seconds later, from a thread."""
-    store = Store(path)  # the file and its tables, as a first use makes them
-    store.record_exchange("/v1/chat/completions", "m", {"messages": [{"role": "user", "content": "first"}]})
-    assert store.flush(30)
-    store.close()
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("BEGIN IMMEDIATE")
-    timers: list[threading.Timer] = []
-
-    def release(seconds: float) -> None:
-        timers.append(threading.Timer(seconds, conn.execute, ("COMMIT",)))
-        timers[0].start()
-
-    release.conn = conn  # type: ignore[attr-defined]  (to let go from elsewhere)
-    try:
-        yield release
-    finally:
-        for timer in timers:
-            timer.join()
-        if conn.in_transaction:
-            conn.execute("COMMIT")
-        conn.close()
 
 
 ASK = "'local-chat', [{'role': 'user', 'content': 'What is 2+2?'}]"
@@ -127,7 +97,7 @@ def test_a_clean_exit_commits_what_is_still_queued(end, tmp_path):
         release(1.0)  # the process is exiting by now, and its entry cannot be written yet
         _, stderr = child.communicate(timeout=60)
     assert child.returncode == {"sys.exit": 3, "an exception": 1, "the end of the script": 0}[end]
-    assert [prompt for prompt, *_ in _rows(home)] == ["first", "queued"]
+    assert [prompt for prompt, *_ in _rows(home)] == ["queued"]
 
 
 def test_ctrl_c_in_the_cli_keeps_the_partial_reply(local_gateway, tmp_path):
@@ -152,7 +122,7 @@ def test_ctrl_c_in_the_cli_keeps_the_partial_reply(local_gateway, tmp_path):
         started = time.monotonic()
         rest, _ = child.communicate(timeout=60)
     assert child.returncode == 130 and time.monotonic() - started < 30
-    [(prompt, response, partial)] = _rows(home)[1:]
+    [(prompt, response, partial)] = _rows(home)
     assert prompt.startswith("repeat after me: w0 w1") and partial == 1
     assert (printed + rest).decode().strip().startswith(response.strip()[:100])
     assert response.startswith("w0 w1 w2") and len(response) < len(words)
@@ -164,7 +134,7 @@ def test_a_call_returns_once_its_exchange_is_committed(local_gateway, home: Path
     with held(home / "gatecell.db") as release, Gateway(local_gateway.base_url, local_gateway.api_key) as gw:
         release(0.5)
         reply = gw.chat("local-chat", [{"role": "user", "content": "What is 2+2?"}])
-        assert [row[:2] for row in _rows(home)] == [("first", None), ("What is 2+2?", reply.text)]
+        assert [row[:2] for row in _rows(home)] == [("What is 2+2?", reply.text)]
 
 
 def test_an_async_call_waits_for_its_commit_without_holding_up_its_loop(local_gateway, home: Path):
@@ -185,4 +155,4 @@ def test_an_async_call_waits_for_its_commit_without_holding_up_its_loop(local_ga
                 assert task.done()
                 return _rows(home)
 
-        assert [row[0] for row in asyncio.run(main())] == ["first", "What is 2+2?"]
+        assert [row[0] for row in asyncio.run(main())] == ["What is 2+2?"]
