@@ -24,6 +24,7 @@ from .exchange import Call, Program
 from .jobs import wait_program
 from .results import Job
 from .streams import ChatStream, TextStream
+from .typed_calls import Typed, typed_request
 
 __all__ = ["Endpoints", "Programs", "Messages"]
 
@@ -60,6 +61,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Completion: ...
@@ -86,6 +90,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Completion | _ChatStream: ...
@@ -98,6 +105,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
@@ -105,8 +115,11 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
 
         A reasoning model goes to /v1/responses instead (SPEC 4 note 3); the answer is still
         a `ChatCompletion` (or a stream of its text). With ``stream_usage`` a stream asks for
-        its token usage. On `AsyncGateway`, await it.
+        its token usage. With ``schema`` or ``choices``, a typed answer: ``.parsed`` (see
+        `typed_calls`; ``repairs`` rounds at most for an answer that does not validate). On
+        `AsyncGateway`, await it.
         """
+        typed = typed_request(schema, choices, repairs, stream)
         data: dict[str, Any] = {
             "model": model,
             "messages": with_parts("chat", messages),
@@ -118,7 +131,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         if stream and self._asks_usage():
             data["stream_options"] = {"include_usage": True}
         request = self._request(schemas.ChatRequest, self.chat, data, fields, extra_body)
-        return self._run(self._chat(request))
+        return self._run(self._maybe_typed("chat", model, data, request, typed, self._chat))
 
     @overload
     def messages(
@@ -128,6 +141,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -150,6 +166,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -160,10 +179,15 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
-        """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
+        """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`;
+        ``schema``, ``choices``, ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         data = {
             "model": model,
             "messages": with_parts("messages", messages),
@@ -171,9 +195,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             "stream": stream,
         }
         request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
-        return self._run(
-            self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
-        )
+
+        def send(request: schemas.MessagesRequest, schema: Any = None) -> Program[Any]:
+            call = Call("POST", "/v1/messages", _dump(request), stream, model, schema=schema)
+            return self._native(call, MessagesDecoder)
+
+        return self._run(self._maybe_typed("messages", model, data, request, typed, send))
 
     @overload
     def generate_content(
@@ -182,6 +209,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -202,6 +232,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -211,11 +244,16 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
         """Native generate-content; ``contents`` may be a plain prompt. The key travels in
-        ``x-goog-api-key`` here (SPEC 5), and the model in the path."""
+        ``x-goog-api-key`` here (SPEC 5), and the model in the path. ``schema``, ``choices``,
+        ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         if not isinstance(model, str) or not model.strip():
             raise InvalidRequest("model", "must not be empty")
         if isinstance(contents, str):
@@ -230,8 +268,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             if stream
             else f"/v1beta/models/{name}:generateContent"
         )
-        call = Call("POST", path, _dump(request), stream, model, auth="goog")
-        return self._run(self._native(call, GenerateContentDecoder))
+
+        def send(request: schemas.GenerateContentRequest, schema: Any = None) -> Program[Any]:
+            call = Call("POST", path, _dump(request), stream, model, auth="goog", schema=schema)
+            return self._native(call, GenerateContentDecoder)
+
+        return self._run(self._maybe_typed("generate-content", model, data, request, typed, send))
 
     @overload
     def responses(
@@ -241,6 +283,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -263,6 +308,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -273,10 +321,15 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
-        """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
+        """The responses endpoint (reasoning models): a `Reply` with ``.text`` and
+        ``.reasoning``; ``schema``, ``choices``, ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         data: dict[str, Any] = {
             "model": model,
             "input": with_parts("responses", input) if isinstance(input, list) else input,
@@ -285,9 +338,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
         request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
-        return self._run(
-            self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder)
-        )
+
+        def send(request: schemas.ResponsesRequest, schema: Any = None) -> Program[Any]:
+            call = Call("POST", "/v1/responses", _dump(request), stream, model, schema=schema)
+            return self._native(call, ResponsesDecoder)
+
+        return self._run(self._maybe_typed("responses", model, data, request, typed, send))
 
     @overload
     def converse(
@@ -301,6 +357,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
     ) -> _Completion | _Reply: ...
     @overload
     def converse(
@@ -327,6 +386,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
     ) -> _Completion | _Reply | _ChatStream | _TextStream: ...
     def converse(
         self,
@@ -339,14 +401,20 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
     ) -> Any:
         """One conversation (chat-style ``messages``: system and turns) on the text API named
         by ``api``: "chat", "messages", "generate-content" or "responses" (see `conversation`).
-        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams."""
+        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams;
+        ``schema``, ``choices``, ``repairs``: as `chat`."""
         method, arguments = for_api(
             api, model, messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, effort=effort
         )
-        return getattr(self, method)(stream=stream, **arguments)
+        return getattr(self, method)(
+            stream=stream, schema=schema, choices=choices, repairs=repairs, **arguments
+        )
 
     # -- media ------------------------------------------------------------------------
 
@@ -479,11 +547,28 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             data.update(extra_body)
         return schemas.validate(model, data)
 
+    def _maybe_typed(
+        self,
+        api: str,
+        model: str,
+        data: dict[str, Any],
+        request: Any,
+        typed: Typed | None,
+        send: Callable[..., Program[Any]],
+    ) -> Program[Any]:
+        """``send(request)``; with ``typed``, the rounds of a typed call, each body checked
+        by the request model again (its turns and fields change)."""
+        if typed is None:
+            return send(request)
+        return self._typed(
+            api, model, data, typed, lambda body: send(schemas.validate(type(request), body), typed.schema)
+        )
+
     # -- other runs -----------------------------------------------------------------------
 
     def programs(self, *, max_retries: int | None = None, hooks: Hooks | None = None) -> Programs:
         """These endpoints returning their programs unrun, for a driver of the caller's own
-        (the batch engine's): the same gateway, key, options and router, and ``hooks``
+        (the batch engine's): the same gateway, key, options, router and support, and ``hooks``
         (none by default: such a caller logs and caches in its own way)."""
         options = self.options
         if max_retries is not None:
@@ -494,6 +579,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             options=options,
             router=self.router,
             hooks=hooks,
+            support=self.support,
         )
         programs.usage_known = self.usage_known
         return programs

@@ -565,7 +565,12 @@ class Choice(BaseModel):
 
 
 class ChatCompletion(BaseModel):
-    """SPEC 2.3. Extra fields a gateway sends (``system_fingerprint``...) are kept."""
+    """SPEC 2.3. Extra fields a gateway sends (``system_fingerprint``...) are kept.
+
+    Asked for a typed answer (``schema=`` or ``choices=``), ``parsed`` is the validated value
+    (None when the answer never validated, and ``parse_error`` says why in one line); both
+    are None when no schema was asked.
+    """
 
     model_config = ConfigDict(extra="allow")
     id: str = ""
@@ -575,11 +580,23 @@ class ChatCompletion(BaseModel):
     choices: list[Choice] = Field(default_factory=list)
     usage: Usage | None = None
     _meta: Any = PrivateAttr(default=None)
+    _parsed: Any = PrivateAttr(default=None)
+    _parse_error: str | None = PrivateAttr(default=None)
 
     @property
     def meta(self) -> Any:
         """The client's `ResponseMeta` (path, latency, request id); None when built by hand."""
         return self._meta
+
+    @property
+    def parsed(self) -> Any:
+        """The typed answer's validated value (see the class)."""
+        return self._parsed
+
+    @property
+    def parse_error(self) -> str | None:
+        """Why the typed answer has no value, in one line; None when it has one."""
+        return self._parse_error
 
     @property
     def text(self) -> str:

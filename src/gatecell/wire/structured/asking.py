@@ -103,9 +103,10 @@ class Support:
 
     ``mode`` ``"native"`` sends the field to every model, ``"instruction"`` to none, and
     ``"auto"`` (the default) to the models the gateway's metadata says take it (`learn`:
-    LiteLLM's ``GET /model/info``, ``supports_response_schema``). Whatever the mode, a model
-    whose gateway refused the field (`is_refusal`, then `refused`) gets the instruction from
-    then on, as `routing.Router` remembers reasoning models.
+    LiteLLM's ``GET /model/info``, ``supports_response_schema``; ``asked`` tells whether the
+    metadata was asked for, which a client does once, whatever comes of it). Whatever the
+    mode, a model whose gateway refused the field (`is_refusal`, then `refused`) gets the
+    instruction from then on, as `routing.Router` remembers reasoning models.
 
     **Parameters:**
 
@@ -116,8 +117,14 @@ class Support:
         if mode not in MODES:
             raise InvalidRequest("structured", f"must be one of {', '.join(MODES)}; got {mode!r}")
         self.mode = mode
+        self.asked = False  # whether the gateway's metadata was asked for
         self._known: dict[str, bool] = {}  # model -> takes the native field, from the metadata
         self._refused: set[str] = set()  # models whose gateway refused it
+
+    @property
+    def wants_metadata(self) -> bool:
+        """Whether the metadata would decide something and was not asked for yet."""
+        return self.mode == "auto" and not self.asked
 
     def native(self, model: str) -> bool:
         """Whether to ask `model` in the native field."""
