@@ -64,6 +64,8 @@ class ExchangeEntry:
     media_type: str | None
     log_media: bool
     secrets: Secrets
+    schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
+    parsed: Any = None  # and the value read from it
 
 
 @dataclass(slots=True)
@@ -223,7 +225,8 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
 EXCHANGE_COLUMNS = tuple(
     "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
     "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
-    "notebook cached partial cache_key media_type media_size media_sha256 media response_json".split()
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json "
+    "schema_name schema_json parsed_json".split()
 )
 JOB_COLUMNS = tuple(
     "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
@@ -234,7 +237,7 @@ _EXCHANGE_TEXTS = tuple(
     EXCHANGE_COLUMNS.index(name)
     for name in (
         "endpoint params_json prompt messages_json response reasoning usage_json error request_id "
-        "conversation notebook response_json"
+        "conversation notebook response_json schema_json parsed_json"
     ).split()
 )
 _JOB_TEXTS = tuple(JOB_COLUMNS.index(name) for name in "job_id prompt error notebook body_json".split())
@@ -304,8 +307,20 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_sha,
         media,
         response if isinstance(response, str) else _json(response),
+        *_typed(e.schema, e.parsed),
     ]
     return _redacted(row, _EXCHANGE_TEXTS, e.secrets)
+
+
+def _typed(schema: Any, parsed: Any) -> tuple[str | None, str | None, str | None]:
+    """The schema's name and JSON Schema, and the value as JSON (None when there is none)."""
+    if schema is None:
+        return None, None, None
+    try:
+        value = schema.dump(parsed) if parsed is not None else None
+    except ValueError:  # a value its schema cannot write (serialisation refused): not kept
+        value = None
+    return schema.name, schema.json_text, value
 
 
 def job_row(j: JobEntry) -> tuple[Any, ...]:

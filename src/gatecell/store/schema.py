@@ -39,6 +39,9 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | media_sha256 | TEXT | media replies: sha256 of the bytes |
 | media | BLOB | media replies: the bytes, only when ``GATECELL_LOG_MEDIA=1`` |
 | response_json | TEXT | the raw reply body, to answer again from the cache (media bodies only with media) |
+| schema_name | TEXT | a typed answer's schema: its name (a model class's, ``choice`` for labels...) |
+| schema_json | TEXT | and its JSON Schema |
+| parsed_json | TEXT | the value read from the answer, as JSON; NULL when it did not validate |
 
 ``jobs``: one row per job-style task (imagine, video, music), updated as it goes.
 
@@ -218,7 +221,18 @@ def index_new(conn: sqlite3.Connection) -> bool:
     return True
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_tables, _search, _search_when_asked]
+def _typed_answers(conn: sqlite3.Connection) -> None:
+    """What a typed answer was asked to be, and the value read from it."""
+    for column in ("schema_name", "schema_json", "parsed_json"):
+        conn.execute(f"ALTER TABLE exchanges ADD COLUMN {column} TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _tables,
+    _search,
+    _search_when_asked,
+    _typed_answers,
+]
 VERSION = len(MIGRATIONS)
 
 

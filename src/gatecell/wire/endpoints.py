@@ -90,9 +90,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: bool = False,
         *,
-        schema: Any = None,
-        choices: Any = None,
-        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Completion | _ChatStream: ...
@@ -166,9 +163,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: bool = False,
         *,
-        schema: Any = None,
-        choices: Any = None,
-        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -232,9 +226,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: bool = False,
         *,
-        schema: Any = None,
-        choices: Any = None,
-        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -308,9 +299,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: bool = False,
         *,
-        schema: Any = None,
-        choices: Any = None,
-        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply | _TextStream: ...
@@ -386,9 +374,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
-        schema: Any = None,
-        choices: Any = None,
-        repairs: int = 1,
     ) -> _Completion | _Reply | _ChatStream | _TextStream: ...
     def converse(
         self,

@@ -193,6 +193,11 @@ class Schema:
             return None
 
     @functools.cached_property
+    def json_text(self) -> str:
+        """The JSON Schema as compact JSON text (for the log: made once)."""
+        return json.dumps(self.json_schema, ensure_ascii=False, separators=(",", ":"))
+
+    @functools.cached_property
     def columns(self) -> list[tuple[str, dict[str, Any]]]:
         """The fields of one row of a frame, with their schemas (``$ref`` and nullable
         ``anyOf`` resolved): an object's properties, a list item's, else one ``label`` or
