@@ -47,7 +47,7 @@ def test_the_schema_goes_in_words_after_the_prompt_where_nothing_says_the_model_
     assert "response_format" not in body
     text = last_user_text(body)
     assert text.startswith(ASK[0]["content"] + "\n\n" + JSON_MARKER)
-    assert text.endswith(json.dumps(Schema.of(Review).json_schema, ensure_ascii=False))
+    assert text.endswith(Schema.of(Review).json_text)
     info = [r for r in fault.seen(gw.token) if r.path == "/model/info"]
     assert [r.method for r in info] == ["GET"]  # asked once, a 404: nothing learnt
 

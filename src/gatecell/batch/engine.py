@@ -105,9 +105,6 @@ class Engine:
         self.on_error = options.on_error
         self.cache = options.cache
         self.schema = options.schema
-        self._typed: dict[str, Any] = (
-            {"schema": options.schema, "repairs": options.repairs} if options.schema else {}
-        )
         self.programs = client.programs(max_retries=options.max_retries)
         # The log's name for the gateway, as the client's journal gives it (the local gateway is
         # ``local`` whatever its port), so rows and interactive calls share one cache.
@@ -120,7 +117,10 @@ class Engine:
             "top_p": options.top_p,
             "max_tokens": options.max_tokens,
         }
+        self._typed: dict[str, Any] = {}
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
+        if options.schema is not None:
+            self._typed = {"schema": options.schema, "repairs": options.repairs}
         self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
         self.store = store
         self._timeout: float = self.programs.options.request_timeout
@@ -196,6 +196,7 @@ class Engine:
         row = Row(label, model=self.model)
         sender = _RowSender(self)
         usage: Any = None  # as the reply gave it, for the log
+        value: Any = None  # a typed answer's, for the log (the row reads it again when asked)
         failure: str | None = None  # the exchange's own error, for the log
         try:
             prompt = self.template.fill(fields, pictures=True)
@@ -212,7 +213,8 @@ class Engine:
                 answer.endpoint,
             )
             if self.schema is not None:  # a streamed answer in the log: its text is all there is
-                row.value, row.error = parse(answer.text, self.schema)
+                row.schema = self.schema
+                value, row.error = parse(answer.text, self.schema)
         except GatecellError as exc:
             row.error = failure = " ".join(str(exc).split())
         else:
@@ -222,7 +224,7 @@ class Engine:
             row.usage, row.request_id, row.endpoint = Tokens.of(usage), meta.request_id, meta.endpoint
             row.attempts = meta.attempts
             if self.schema is not None:
-                row.value, row.error = result.parsed, result.parse_error
+                row.schema, value, row.error = self.schema, result.parsed, result.parse_error
                 row.cached = sender.sent == 0  # every round answered from the log
                 if sender.earlier:
                     row.usage = _added(row.usage, sender.earlier)
@@ -230,7 +232,7 @@ class Engine:
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        self._log(row, sender, usage, failure)
+        self._log(row, sender, usage, failure, value)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -247,13 +249,13 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None) -> None:
+    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None, value: Any) -> None:
         """Hand the row's exchanges to the log; ``failure`` is the exchange's own error (an
         answer that did not validate is no failed exchange: it answers a re-run)."""
         store = self.store
         if store is None or sender.body is None:
             return
-        typed = {} if self.schema is None else {"schema": self.schema, "parsed": row.value}
+        typed = {} if self.schema is None else {"schema": self.schema, "parsed": value}
         for earlier in sender.earlier or ():  # the rounds before a repair: answers that did not validate
             reply = earlier.reply
             self._unlogged.append(

@@ -375,7 +375,7 @@ class Calls:
             raise error
         return body
 
-    def _chat(self, request: schemas.ChatRequest, schema: Any = None) -> Program[Any]:
+    def _chat(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
         if not self.router.wants_responses(request.model):
             try:
                 return (yield from self._chat_completions(request, schema))
@@ -476,10 +476,11 @@ class Calls:
         model: str,
         data: dict[str, Any],
         typed: Typed,
-        send: Callable[[dict[str, Any]], Program[Any]],
+        validate: Callable[[dict[str, Any]], Any],
+        send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
         """The rounds of a typed call (`typed_calls.typed_call`) with this client's support."""
-        return typed_call(api, model, data, typed, self.support, self._model_metadata, send)
+        return typed_call(api, model, data, typed, self.support, self._model_metadata, validate, send)
 
     def _model_metadata(self) -> Program[Any]:
         """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it

@@ -11,6 +11,7 @@ a coroutine of one, `Programs.chat` a program.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
@@ -127,8 +128,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if stream and self._asks_usage():
             data["stream_options"] = {"include_usage": True}
-        request = self._request(schemas.ChatRequest, self.chat, data, fields, extra_body)
-        return self._run(self._maybe_typed("chat", model, data, request, typed, self._chat))
+        body = self._body(schemas.ChatRequest, self.chat, data, fields, extra_body)
+        return self._run(self._conversation("chat", model, schemas.ChatRequest, body, typed, self._chat))
 
     @overload
     def messages(
@@ -188,13 +189,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             "max_tokens": max_tokens,
             "stream": stream,
         }
-        request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
+        body = self._body(schemas.MessagesRequest, self.messages, data, fields, extra_body)
 
-        def send(request: schemas.MessagesRequest, schema: Any = None) -> Program[Any]:
+        def send(request: schemas.MessagesRequest, schema: Any) -> Program[Any]:
             call = Call("POST", "/v1/messages", _dump(request), stream, model, schema=schema)
             return self._native(call, MessagesDecoder)
 
-        return self._run(self._maybe_typed("messages", model, data, request, typed, send))
+        return self._run(self._conversation("messages", model, schemas.MessagesRequest, body, typed, send))
 
     @overload
     def generate_content(
@@ -250,9 +251,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
         data = {"contents": with_parts("generate-content", contents)}
-        request = self._request(
-            schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body
-        )
+        body = self._body(schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body)
         name = quote(model.removeprefix("models/"), safe="-._~@")
         path = (
             f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
@@ -260,11 +259,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             else f"/v1beta/models/{name}:generateContent"
         )
 
-        def send(request: schemas.GenerateContentRequest, schema: Any = None) -> Program[Any]:
+        def send(request: schemas.GenerateContentRequest, schema: Any) -> Program[Any]:
             call = Call("POST", path, _dump(request), stream, model, auth="goog", schema=schema)
             return self._native(call, GenerateContentDecoder)
 
-        return self._run(self._maybe_typed("generate-content", model, data, request, typed, send))
+        request_model = schemas.GenerateContentRequest
+        return self._run(self._conversation("generate-content", model, request_model, body, typed, send))
 
     @overload
     def responses(
@@ -325,13 +325,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
-        request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
+        body = self._body(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
 
-        def send(request: schemas.ResponsesRequest, schema: Any = None) -> Program[Any]:
+        def send(request: schemas.ResponsesRequest, schema: Any) -> Program[Any]:
             call = Call("POST", "/v1/responses", _dump(request), stream, model, schema=schema)
             return self._native(call, ResponsesDecoder)
 
-        return self._run(self._maybe_typed("responses", model, data, request, typed, send))
+        return self._run(self._conversation("responses", model, schemas.ResponsesRequest, body, typed, send))
 
     @overload
     def converse(
@@ -525,29 +525,40 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> schemas.R:
         """The validated request: the method's arguments, the body fields it may take, and
         ``extra_body`` as it is."""
+        return schemas.validate(model, Endpoints._body(model, method, data, fields, extra_body))
+
+    @staticmethod
+    def _body(
+        model: type[schemas.RequestModel],
+        method: Callable[..., Any],
+        data: dict[str, Any],
+        fields: dict[str, Any],
+        extra_body: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """`_request`'s body, not validated yet: a keyword argument the endpoint does not
+        take is refused here."""
         if fields:
             schemas.refuse_unknown(model, method, fields)
             data.update(fields)
         if extra_body:
             data.update(extra_body)
-        return schemas.validate(model, data)
+        return data
 
-    def _maybe_typed(
+    def _conversation(
         self,
         api: str,
         model: str,
-        data: dict[str, Any],
-        request: Any,
+        request_model: type[schemas.RequestModel],
+        body: dict[str, Any],
         typed: Typed | None,
-        send: Callable[..., Program[Any]],
+        send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
-        """``send(request)``; with ``typed``, the rounds of a typed call, each body checked
-        by the request model again (its turns and fields change)."""
+        """The program of a text endpoint: ``send(request, schema)`` of the body validated
+        now; with ``typed``, the rounds of a typed call (`typed_calls.typed_call`), each
+        round's body validated as the program makes it."""
         if typed is None:
-            return send(request)
-        return self._typed(
-            api, model, data, typed, lambda body: send(schemas.validate(type(request), body), typed.schema)
-        )
+            return send(schemas.validate(request_model, body), None)
+        return self._typed(api, model, body, typed, functools.partial(schemas.validate, request_model), send)
 
     # -- other runs -----------------------------------------------------------------------
 

@@ -579,24 +579,21 @@ class ChatCompletion(BaseModel):
     model: str = ""
     choices: list[Choice] = Field(default_factory=list)
     usage: Usage | None = None
+    # A typed answer's value, and why there is none: the client's reading of the answer (see
+    # `typed_calls.read_answer`), never a body's (a gateway's "parsed" is dropped), never dumped.
+    parsed: Any = Field(default=None, exclude=True, repr=False)
+    parse_error: str | None = Field(default=None, exclude=True, repr=False)
     _meta: Any = PrivateAttr(default=None)
-    _parsed: Any = PrivateAttr(default=None)
-    _parse_error: str | None = PrivateAttr(default=None)
+
+    @field_validator("parsed", "parse_error", mode="plain")
+    @classmethod
+    def _not_from_the_body(cls, value: Any) -> None:
+        return None
 
     @property
     def meta(self) -> Any:
         """The client's `ResponseMeta` (path, latency, request id); None when built by hand."""
         return self._meta
-
-    @property
-    def parsed(self) -> Any:
-        """The typed answer's validated value (see the class)."""
-        return self._parsed
-
-    @property
-    def parse_error(self) -> str | None:
-        """Why the typed answer has no value, in one line; None when it has one."""
-        return self._parse_error
 
     @property
     def text(self) -> str:

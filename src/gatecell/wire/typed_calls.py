@@ -145,19 +145,22 @@ def typed_call(
     typed: Typed,
     support: Support,
     metadata: Callable[[], Program[Any]],
-    send: Callable[[dict[str, Any]], Program[Any]],
+    validate: Callable[[dict[str, Any]], Any],
+    send: Callable[[Any, Schema], Program[Any]],
 ) -> Program[Any]:
     """The rounds of one typed call (see the module): ``data`` is the body as the caller
-    made it, ``send`` the program of one call of the endpoint with a body, ``metadata`` the
-    program asking the gateway's model metadata (None when it has none)."""
+    made it, ``validate`` makes a body the endpoint's request (or refuses it in one line),
+    ``send`` is the program of one call of that request, ``metadata`` the program asking the
+    gateway's model metadata (None when it has none)."""
+    schema = typed.schema
     if support.wants_metadata:
+        validate(data)  # bad input is refused before any request, this one included
         support.asked = True  # before asking: calls running meanwhile do not ask again
         support.learn((yield from metadata()))
-    schema = typed.schema
     native = support.native(model)
     body = _asking(api, data, schema, native)
     try:
-        result = yield from send(body)
+        result = yield from send(validate(body), schema)
     except APIError as error:
         if not native or not support.is_refusal(error):
             raise
@@ -170,7 +173,7 @@ def typed_call(
         )
         native = False
         body = _asking(api, data, schema, native)
-        result = yield from send(body)
+        result = yield from send(validate(body), schema)
     for _ in range(typed.repairs):
         problem = result.parse_error
         if problem is None:
@@ -178,7 +181,7 @@ def typed_call(
         answer = answer_text(result.raw if isinstance(result, Reply) else None, result.text, schema)
         asked_again = repair_message(answer, problem, None if native else schema)
         body = with_repair(api, body, answer, asked_again)
-        result = yield from send(body)
+        result = yield from send(validate(body), schema)
     return result
 
 
@@ -206,6 +209,6 @@ def read_answer(result: Any, schema: Schema) -> None:
         message = result.choices[0].message if result.choices else None
         refusal = (message.model_extra or {}).get("refusal") if message is not None else None
         body = {"choices": [{"message": {"refusal": refusal}}]} if refusal else None
-        result._parsed, result._parse_error = parse_reply(body, result.text, schema)
+        result.parsed, result.parse_error = parse_reply(body, result.text, schema)
     elif isinstance(result, Reply):
         result.parsed, result.parse_error = parse_reply(result.raw, result.text, schema)

@@ -171,7 +171,7 @@ def instruction(schema: Schema) -> str:
     if schema.kind == "choices":
         labels = ", ".join(json.dumps(label, ensure_ascii=False) for label in schema.labels)
         return f"{_CHOICES_LEAD} {labels}"
-    return f"{_JSON_LEAD}\n{json.dumps(schema.json_schema, ensure_ascii=False)}"
+    return f"{_JSON_LEAD}\n{schema.json_text}"
 
 
 def instructed(text: str) -> Instruction | None:

@@ -17,6 +17,7 @@ from .schema import WRAP, Schema
 __all__ = ["parse", "parse_reply", "answer_text"]
 
 _MAX_CANDIDATES = 16  # JSON texts tried in one answer
+_OPENERS = {"object": "{", "list": "["}  # how a clean answer of each kind begins
 
 
 def parse(text: str | None, schema: Schema) -> tuple[Any, str | None]:
@@ -31,6 +32,11 @@ def parse(text: str | None, schema: Schema) -> tuple[Any, str | None]:
         return None, "the answer is empty"
     if schema.kind == "choices":
         return _choose(text, schema)
+    whole = text.strip()
+    if whole[:1] == _OPENERS.get(schema.kind):  # clean JSON, as most answers are
+        value = schema.check_json(whole)
+        if value is not None:
+            return value, None
     problem: str | None = None
     syntax: str | None = None
     cut = False

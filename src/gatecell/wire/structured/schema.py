@@ -176,6 +176,19 @@ class Schema:
             result = self._adapter.dump_python(result, mode="json", by_alias=True, exclude_unset=True)
         return result, None
 
+    def check_json(self, text: str) -> Any:
+        """The value of a JSON text that is a valid answer, parsed and validated in one step
+        (the common case, made cheap); None for anything else, which `check` then names."""
+        if self._adapter is None:
+            return None
+        try:
+            result = self._adapter.validate_json(text)
+        except ValidationError:
+            return None
+        if self._plain:
+            result = self._adapter.dump_python(result, mode="json", by_alias=True, exclude_unset=True)
+        return result
+
     def dump(self, value: Any) -> str:
         """A validated value as JSON text (for the log): a model's fields by their aliases,
         dates as ISO strings, a choice as its label."""
