@@ -16,9 +16,12 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gatecell.wire.errors import GatecellError
+
+if TYPE_CHECKING:
+    from gatecell.wire.structured import Schema
 
 __all__ = ["add_parser"]
 
@@ -33,7 +36,9 @@ def add_parser(sub: Any) -> None:
         "--rpm/--tpm. Finished rows are logged and answered from the log when run again, so an "
         "interrupted run resumes where it stopped (GATECELL_HOME, GATECELL_LOG).",
         epilog="Output: one JSON object per input row, in order: index, input, text, error, "
-        "prompt_tokens, completion_tokens, total_tokens, cached. Exit status 1 when a row failed.",
+        "prompt_tokens, completion_tokens, total_tokens, cached (and parsed, with --schema or "
+        "--choices: the validated value, null where the answer never validated and error says "
+        "why). Exit status 1 when a row failed.",
     )
     p.add_argument("template", help="the prompt, with {field} placeholders ({{ and }} for braces)")
     p.add_argument("-i", "--input", metavar="FILE", help="rows.jsonl or rows.csv (default: JSONL on stdin)")
@@ -51,6 +56,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-t", "--temperature", type=float, help="0 to 2")
     p.add_argument("--top-p", type=float, help="0 to 1")
     p.add_argument("--max-tokens", type=int)
+    p.add_argument(
+        "--schema", metavar="FILE", help="a typed answer per row: a JSON Schema file (see the output)"
+    )
+    p.add_argument("--choices", metavar="A,B,C", help="a typed answer per row: exactly one of these labels")
     p.add_argument("--no-cache", action="store_true", help="send every row, even those the log can answer")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
@@ -75,6 +84,38 @@ def _rows(path: str | None) -> Iterator[Any]:
             source.close()
 
 
+def _typed(args: argparse.Namespace) -> dict[str, Schema]:
+    """The ``schema=`` of ``--schema FILE`` or ``--choices A,B,C``: a missing or unreadable
+    file, or one that holds no usable JSON Schema, is one line before any request."""
+    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.structured import Schema
+
+    if args.schema is not None and args.choices is not None:
+        raise GatecellError("map: --schema or --choices, not both")
+    try:
+        if args.choices is not None:
+            return {
+                "schema": Schema.of([label.strip() for label in args.choices.split(",") if label.strip()])
+            }
+        if args.schema is None:
+            return {}
+        try:
+            spec = json.loads(Path(args.schema).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GatecellError(f"map: no such file: {args.schema}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise GatecellError(f"map: {args.schema} is not a JSON file ({exc})") from None
+        if not isinstance(spec, dict):
+            raise GatecellError(
+                f"map: {args.schema} must hold a JSON Schema (an object), not {type(spec).__name__}"
+            )
+        return {"schema": Schema.of(spec)}
+    except InvalidRequest as exc:
+        raise GatecellError(
+            f"map: {'--choices' if args.choices is not None else args.schema}: {exc}"
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from gatecell.batch.options import from_flags
     from gatecell.gateway import Gateway
@@ -85,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         raise GatecellError(f"map: {exc}") from None
     if args.input and not Path(args.input).is_file():
         raise GatecellError(f"map: no such file: {args.input}")
+    typed = _typed(args)
+    options["schema"] = typed.get("schema")
     rows = _rows(args.input)
     inputs: list[Any] = []
 
@@ -112,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
                 "total_tokens": usage.total_tokens if usage else None,
                 "cached": row.cached,
             }
+            if typed:
+                line["parsed"] = row.value
             out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
     finally:
         if args.output:
