@@ -224,3 +224,29 @@ def test_the_schema_is_part_of_the_cache_key(make, fault, home, structured):
     plain = gw.chat("m", ASK)  # and without one
     assert not plain.meta.cached and plain.parsed is None and plain.parse_error is None
     assert len(sent(fault, gw)) == 3
+
+
+def test_gatecell_logs_shows_the_value(make, fault, home):
+    import os
+    import subprocess
+    import sys
+
+    from gatecell.store import default_store
+
+    make("typed-fenced").chat("m", ASK, schema=Review)
+    default_store().flush(10)
+    run = [sys.executable, "-m", "gatecell", "logs", "-n", "1"]
+    env = {**os.environ, "GATECELL_HOME": str(home)}
+    line = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True, env=env).stdout)
+    assert (line["schema"], line["parsed"]) == ("Review", REVIEW)
+    text = subprocess.run(run, capture_output=True, text=True, env=env).stdout
+    assert f"### Parsed as Review\n\n{json.dumps(REVIEW)}" in text
+
+
+def test_a_parsed_value_in_a_gateway_body_is_not_taken_for_the_clients(make, fault):
+    from gatecell.wire.schemas import ChatCompletion
+
+    body = {"choices": [{"message": {"content": "hi"}}], "parsed": {"stars": 1}, "parse_error": "made up"}
+    completion = ChatCompletion.model_validate(body)
+    assert (completion.parsed, completion.parse_error) == (None, None)
+    assert "parsed" not in completion.model_dump() and "parsed" not in repr(completion)

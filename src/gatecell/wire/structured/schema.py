@@ -282,11 +282,13 @@ def _not_a_label(answer: Any, schema: Schema) -> str:
 
 
 def _first_problem(exc: ValidationError) -> str:
+    """The first problem in one line: where, what (a validator's own words without pydantic's
+    "Value error, "), and the value found there (not the whole answer, for a rule on it)."""
     errors = exc.errors(include_url=False)
     err = errors[0]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-    line = f"{where or 'the answer'}: {_UNPARSED.sub('', err['msg'])}"
-    if err["type"] != "missing":
+    line = f"{where or 'the answer'}: {_UNPARSED.sub('', err['msg']).removeprefix('Value error, ')}"
+    if err["type"] != "missing" and where:
         line += f", got {short(err.get('input'))}"
     if len(errors) > 1:
         more = len(errors) - 1
