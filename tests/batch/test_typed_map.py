@@ -7,23 +7,18 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 import pytest
 from pydantic import BaseModel
 from rowserver import KEY
+from typed_models import Review
 
 from gatecell import AsyncGateway
 from gatecell.wire.structured import JSON_MARKER
 
 LABELS = ["positive", "negative", "neutral"]
-
-
-class Review(BaseModel):
-    sentiment: Literal["positive", "negative", "neutral"]
-    product: str
-    stars: int
 
 
 class Person(BaseModel):
