@@ -117,6 +117,10 @@ def test_the_log_holds_every_round_with_its_schema_and_value(row_server, gateway
     assert all(r["error"] is None for r in rows)
     first_round = next(r for r in rows if r["parsed"] is None)
     assert "five" in first_round["response"]
+    prompts = sorted(r["prompt"] for r in rows)  # the user's words; the instruction is in messages
+    assert prompts[:2] == ["Read review 3", "Read review 4"]
+    assert prompts[2].startswith("Your answer did not validate") and prompts[2].endswith("correcting that.")
+    assert all(JSON_MARKER in json.dumps(r["messages"]) for r in rows)
 
 
 def test_choices_give_a_categorical_and_a_label_outside_them_fails_its_row(row_server, gateway):

@@ -20,6 +20,7 @@ from pydantic_core import to_json
 from gatecell.wire.apis import api_of
 from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
 from gatecell.wire.secret import Secret, redact
+from gatecell.wire.structured import instruction
 
 from .keys import cache_key, gateway_address
 
@@ -269,6 +270,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         if messages is not None and not e.log_media:
             messages = _without_bytes(messages)
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
+    if e.schema is not None and prompt:  # the user's prompt; the instruction is in messages_json
+        prompt = prompt.removesuffix("\n\n" + instruction(e.schema))
     error = e.error
     if error is None and e.status is not None and e.status >= 400:
         error = f"HTTP {e.status}"

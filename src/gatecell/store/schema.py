@@ -16,7 +16,7 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | api | TEXT | chat, messages, generate-content, responses, image, speech, video, imagine, music, models |
 | gateway | TEXT | the gateway's root address (no user, password or query); ``local`` for the local gateway |
 | params_json | TEXT | the request body less model, prompt and messages: temperature, top_p, max_tokens, ... |
-| prompt | TEXT | the prompt: the last user message, the ``input`` or the ``prompt`` |
+| prompt | TEXT | the prompt: the last user message, ``input`` or ``prompt`` (less a typed instruction) |
 | messages_json | TEXT | the messages (or contents, or input list) as sent |
 | response | TEXT | the reply text (a streamed reply once complete, or as far as it came) |
 | reasoning | TEXT | the reasoning summary, when the reply had one |

@@ -188,18 +188,13 @@ def typed_call(
 def _asking(api: str, data: dict[str, Any], schema: Schema, native: bool) -> dict[str, Any]:
     if native:
         return merged(data, _native(api, schema))
-    return with_instruction(api, data, _instruction(schema))
+    return with_instruction(api, data, instruction(schema))
 
 
 @functools.lru_cache(maxsize=128)
 def _native(api: str, schema: Schema) -> dict[str, Any]:
     """Made once per schema: a batch asks with the same fields on every row."""
     return native_fields(api, schema)
-
-
-@functools.lru_cache(maxsize=128)
-def _instruction(schema: Schema) -> str:
-    return instruction(schema)
 
 
 def read_answer(result: Any, schema: Schema) -> None:
@@ -209,6 +204,9 @@ def read_answer(result: Any, schema: Schema) -> None:
         message = result.choices[0].message if result.choices else None
         refusal = (message.model_extra or {}).get("refusal") if message is not None else None
         body = {"choices": [{"message": {"refusal": refusal}}]} if refusal else None
-        result.parsed, result.parse_error = parse_reply(body, result.text, schema)
+        value, problem = parse_reply(body, result.text, schema)
+        result.parsed = value
+        if problem is not None:  # (None is the default: a pydantic assignment saved per answer)
+            result.parse_error = problem
     elif isinstance(result, Reply):
         result.parsed, result.parse_error = parse_reply(result.raw, result.text, schema)

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -165,9 +166,11 @@ class Instruction(NamedTuple):
     labels: tuple[str, ...]
 
 
+@functools.lru_cache(maxsize=128)
 def instruction(schema: Schema) -> str:
     """The words asking for `schema` when the gateway takes no native field: the JSON
-    Schema to validate against, or the labels to pick one of. Added after the prompt."""
+    Schema to validate against, or the labels to pick one of. Added after the prompt.
+    Made once per schema (a batch asks every row with the same words)."""
     if schema.kind == "choices":
         labels = ", ".join(json.dumps(label, ensure_ascii=False) for label in schema.labels)
         return f"{_CHOICES_LEAD} {labels}"
