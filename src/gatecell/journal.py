@@ -229,7 +229,7 @@ class Journal(Hooks):
             secrets=secrets,
             at=note.at,
             schema=call.schema,
-            parsed=result.parsed if typed else None,
+            parsed_json=call.schema.logged(result.parsed) if typed else None,
         )
 
     def _job(

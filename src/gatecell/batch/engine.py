@@ -255,7 +255,9 @@ class Engine:
         store = self.store
         if store is None or sender.body is None:
             return
-        typed = {} if self.schema is None else {"schema": self.schema, "parsed": value}
+        typed: dict[str, Any] = {}
+        if self.schema is not None:  # the value as JSON now: no model instance waits for the writer
+            typed = {"schema": self.schema, "parsed_json": self.schema.logged(value)}
         for earlier in sender.earlier or ():  # the rounds before a repair: answers that did not validate
             reply = earlier.reply
             self._unlogged.append(

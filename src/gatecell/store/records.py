@@ -66,7 +66,7 @@ class ExchangeEntry:
     log_media: bool
     secrets: Secrets
     schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
-    parsed: Any = None  # and the value read from it
+    parsed_json: str | None = None  # and the value read from it, as JSON
 
 
 @dataclass(slots=True)
@@ -310,20 +310,9 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_sha,
         media,
         response if isinstance(response, str) else _json(response),
-        *_typed(e.schema, e.parsed),
+        *((None, None, None) if e.schema is None else (e.schema.name, e.schema.json_text, e.parsed_json)),
     ]
     return _redacted(row, _EXCHANGE_TEXTS, e.secrets)
-
-
-def _typed(schema: Any, parsed: Any) -> tuple[str | None, str | None, str | None]:
-    """The schema's name and JSON Schema, and the value as JSON (None when there is none)."""
-    if schema is None:
-        return None, None, None
-    try:
-        value = schema.dump(parsed) if parsed is not None else None
-    except ValueError:  # a value its schema cannot write (serialisation refused): not kept
-        value = None
-    return schema.name, schema.json_text, value
 
 
 def job_row(j: JobEntry) -> tuple[Any, ...]:

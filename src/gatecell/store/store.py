@@ -194,7 +194,7 @@ class Store:
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
         schema: Any = None,
-        parsed: Any = None,
+        parsed_json: str | None = None,
     ) -> None:
         """Log one exchange; returns at once (the writer thread commits it).
 
@@ -207,8 +207,9 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
-        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed`` the
-        value read from it (written as JSON by the writer).
+        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
+        the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
+        model instance waits for the writer).
         """
         if not self.log_enabled or self.off is not None:
             return
@@ -239,7 +240,7 @@ class Store:
                 self.log_media if log_media is None else log_media,
                 secrets,
                 schema,
-                parsed,
+                parsed_json,
             )
         )
 

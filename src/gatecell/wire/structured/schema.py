@@ -198,6 +198,15 @@ class Schema:
         assert self._adapter is not None
         return self._adapter.dump_json(value, by_alias=True).decode()
 
+    def logged(self, value: Any) -> str | None:
+        """`dump` for the log: None for no value, or for one its schema cannot write."""
+        if value is None:
+            return None
+        try:
+            return self.dump(value)
+        except ValueError:  # pydantic refused to serialise it: the log keeps no value
+            return None
+
     def label(self, value: Any) -> str | None:
         """The label of a choice's value (None for anything else)."""
         try:
