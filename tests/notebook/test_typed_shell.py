@@ -87,3 +87,17 @@ def test_over_a_frame_with_a_schema_gives_typed_columns(run, ipshell):
     assert frame.index.tolist() == ["a", "b"]
     assert frame["sentiment"].tolist() == ["positive", "negative"]
     assert str(frame["stars"].dtype) == "Int64" and frame["stars"].tolist() == [5, 1]
+
+
+def test_labels_and_a_json_schema_dict_named_in_the_notebook(run, ipshell):
+    run("moods = ['positive', 'negative', 'neutral']")
+    run(
+        "ticket = {'title': 'Ticket', 'type': 'object', 'properties': {'customer': {'type': 'string'}, "
+        "'stars': {'type': 'integer'}}, 'required': ['customer', 'stars']}"
+    )
+    result, _ = run(f"%%chat --schema moods -o label\n{REVIEW}")
+    assert result.success, result.error_in_exec
+    assert ipshell.user_ns["label"].parsed == "positive"
+    result, _ = run("%%chat --schema ticket -o t\nRead this: Ada Lovelace gave the Acme kettle 5 stars.")
+    assert result.success, result.error_in_exec
+    assert ipshell.user_ns["t"].parsed == {"customer": "Ada Lovelace", "stars": 5}

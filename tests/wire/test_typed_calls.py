@@ -250,3 +250,28 @@ def test_a_parsed_value_in_a_gateway_body_is_not_taken_for_the_clients(make, fau
     completion = ChatCompletion.model_validate(body)
     assert (completion.parsed, completion.parse_error) == (None, None)
     assert "parsed" not in completion.model_dump() and "parsed" not in repr(completion)
+
+
+def test_the_instruction_joins_the_last_text_part_of_a_turn_of_parts(make, fault):
+    picture = {"type": "image_url", "image_url": {"url": "https://example.com/kettle.png"}}
+    gw = make("typed-clean")
+    gw.chat(
+        "m",
+        [{"role": "user", "content": [{"type": "text", "text": "Read this review"}, picture]}],
+        schema=Review,
+    )
+    (body,) = sent(fault, gw)
+    text, image = body["messages"][0]["content"]
+    assert text["text"].startswith("Read this review\n\n" + JSON_MARKER) and image == picture
+    only_a_picture = make("typed-clean")
+    only_a_picture.chat("m", [{"role": "user", "content": [picture]}], schema=Review)
+    (body,) = sent(fault, only_a_picture)
+    assert body["messages"][0]["content"][0] == picture  # no text part: one is added after it
+    assert body["messages"][0]["content"][1]["text"].startswith(JSON_MARKER)
+    responses = make("typed-clean")
+    responses.responses(
+        "m", [{"role": "user", "content": [{"type": "input_text", "text": "Read"}]}], schema=Review
+    )
+    (body,) = sent(fault, responses)
+    part = body["input"][0]["content"][0]
+    assert part["type"] == "input_text" and part["text"].startswith("Read\n\n" + JSON_MARKER)
