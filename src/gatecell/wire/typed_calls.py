@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import typing_extensions
+
 from . import conversation
 from .errors import APIError, InvalidRequest, echo
 from .exchange import Program, logger
@@ -41,7 +43,7 @@ from .structured import request_fields as native_fields
 
 __all__ = ["Typed", "typed_request", "typed_call", "read_answer", "with_instruction", "with_repair"]
 
-# Where each API keeps its turns, and the field of a turn that holds its content.
+# Where each API keeps its turns; a text part's type on each (None: generate-content's).
 _TURNS = {"chat": "messages", "messages": "messages", "generate-content": "contents", "responses": "input"}
 _TEXT_PARTS = (None, "text", "input_text")
 
@@ -78,7 +80,7 @@ def _are_choices(value: Any) -> bool:
     return (
         isinstance(value, (list, tuple))
         or (isinstance(value, type) and issubclass(value, enum.Enum))
-        or typing.get_origin(value) is typing.Literal
+        or typing.get_origin(value) in (typing.Literal, typing_extensions.Literal)
     )
 
 
