@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gatecell.notebook.context import redact
+from gatecell.wire.secret import redact
 
 
 @pytest.fixture

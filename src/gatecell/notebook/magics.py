@@ -6,6 +6,12 @@ from the notebook (see `template`), calls the client (never HTTP directly), show
 result (see `display`) and returns it as the cell's value (see `values`). Errors of the
 gateway are raised as they are and printed as one line by the handler that
 `gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
+
+What a magic sends is redacted first (`gatecell.wire.secret.redact`), all of it: the cell
+with its ``{name}`` and ``{In[N]}`` filled in, and what ``--cells``, ``--error`` and
+``%gatecell explain`` gather. The redacted prompt is the one sent, the one ``--show-prompt``
+shows, and the one the conversation and the provenance keep: the display never differs
+from what left the notebook.
 """
 
 from __future__ import annotations
@@ -79,7 +85,8 @@ HELP = """gatecell magics (each takes --help):
   Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
-%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
+%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | restore NAME
+  | export NAME [PATH] [--force]
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -143,6 +150,7 @@ def _store_commands(sub: Any) -> None:
     export = sub.add_parser("export", help="write a logged conversation to a file (Markdown, or .jsonl)")
     export.add_argument("name", help="conversation name (-c NAME of %%chat; the notebook's is 'default')")
     export.add_argument("path", nargs="?", help="the file (default NAME.md; .jsonl or .ndjson: JSON Lines)")
+    export.add_argument("--force", action="store_true", help="replace the file if it exists")
     restore = sub.add_parser("restore", help="bring a logged conversation back (after a restart, say)")
     restore.add_argument("name", help="conversation name; %%chat -c NAME goes on from it")
 
@@ -196,17 +204,25 @@ class GatecellMagics(Magics):
             raise UsageError(f"%{name}: -o/--out needs a variable name, got {ns.out!r}")
         if not prompt.strip() and not getattr(ns, "error", False):
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
-        if not ns.no_interpolate and not getattr(ns, "over", None):  # --over fills {field} per row
-            from .template import interpolate
+        if not getattr(ns, "over", None):  # --over fills {field} per row
+            if not ns.no_interpolate:
+                from .template import interpolate
 
-            rows, chars = self.defaults.context_rows, self.defaults.context_chars
-            prompt = interpolate(prompt, self.namespace, rows=rows, chars=chars)
+                rows, chars = self.defaults.context_rows, self.defaults.context_chars
+                prompt = interpolate(prompt, self.namespace, rows=rows, chars=chars)
+            prompt = self._redact(prompt)
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
 
         cache = True if getattr(ns, "cache", False) else None
         with calls_in(self.shell, conversation=getattr(ns, "conversation", None), cache=cache):
             return self._guard(ns, lambda: handler(ns, prompt.strip()))
+
+    def _redact(self, text: str) -> str:
+        """``text`` as it may leave the notebook: the one redaction, with this session's key."""
+        from gatecell.wire.secret import redact
+
+        return redact(text, self.session.gateway.api_key)
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
@@ -301,7 +317,7 @@ class GatecellMagics(Magics):
         cells, error = getattr(ns, "cells", None), getattr(ns, "error", False)
         if not cells and not error:
             return prompt
-        from .context import EXPLAIN, last_error, recent_cells, redact
+        from .context import EXPLAIN, last_error, recent_cells
 
         rows, chars = self.defaults.context_rows, self.defaults.context_chars
         parts = [recent_cells(self.shell, cells, rows=rows, chars=chars)] if cells else []
@@ -311,7 +327,7 @@ class GatecellMagics(Magics):
                 print("no error to explain yet: run the cell that fails first (nothing was sent)")
                 return ""
             parts.append(found)
-        context = redact("\n\n".join(p for p in parts if p), self.session.gateway.api_key)
+        context = self._redact("\n\n".join(p for p in parts if p))
         question = prompt or EXPLAIN
         return f"{context}\n\n---\n\n{question}" if context else question
 
@@ -327,16 +343,14 @@ class GatecellMagics(Magics):
         effort: str | None = None,
     ) -> Any:
         from gatecell.wire.errors import StreamError
-        from gatecell.wire.secret import redact
 
         from .display import LiveMarkdown, provenance, rich_output, show_markdown
         from .values import Text
 
-        sent = redact(prompt, self.session.gateway.api_key)  # what left the notebook, as shown and kept
-        if getattr(ns, "show_prompt", False):
+        if getattr(ns, "show_prompt", False):  # the prompt as sent: redacted already (`_run`, `_context`)
             from .markdown import fence
 
-            show_markdown(f"*prompt sent ({len(prompt):,} characters):*\n\n{fence(sent, 'text')}")
+            show_markdown(f"*prompt sent ({len(prompt):,} characters):*\n\n{fence(prompt, 'text')}")
         stream = not ns.no_stream
         result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
@@ -358,7 +372,7 @@ class GatecellMagics(Magics):
                 getattr(result, "usage", None),
             )
         meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
-        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage, prompt=sent)
+        prov = provenance(meta, model=getattr(result, "model", None) or model, usage=usage, prompt=prompt)
         note = None
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
@@ -626,7 +640,7 @@ class GatecellMagics(Magics):
     def _cmd_export(self, ns: argparse.Namespace) -> None:
         from .log import export
 
-        export(ns.name, ns.path)
+        export(ns.name, ns.path, force=ns.force)
 
     def _cmd_restore(self, ns: argparse.Namespace) -> None:
         from .log import restore

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from .keys import gateway_address
 from .prices import Price
-from .records import text_of
+from .records import iso, text_of
 from .schema import index_new
 
 __all__ = [
@@ -55,23 +56,29 @@ class Answer:
     latency: float | None
 
 
+def _now() -> str:
+    """Now, as the log writes times: a row dated later is no answer (it would win every lookup)."""
+    return iso(time.time())
+
+
 def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
-    """The newest complete, error-free, not partial, not itself cached exchange with ``key``."""
+    """The newest complete, error-free, not partial, not itself cached exchange with ``key``,
+    dated no later than now."""
     row = conn.execute(
         "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
         "FROM exchanges "
         "WHERE cache_key = ? AND cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 "
-        "ORDER BY time DESC, id DESC LIMIT 1",
-        (key,),
+        "AND time <= ? ORDER BY time DESC, id DESC LIMIT 1",
+        (key, _now()),
     ).fetchone()
     if row is None:
         return None
-    text, reasoning, usage, response, request_id, time, endpoint, model, latency = row
+    text, reasoning, usage, response, request_id, at, endpoint, model, latency = row
     try:
         body = _loads(response)
     except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
         body = None
-    return Answer(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
+    return Answer(text, reasoning, _loads(usage), body, request_id, at, endpoint, model, latency)
 
 
 def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:
@@ -81,8 +88,9 @@ def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:
         key
         for (key,) in conn.execute(
             "SELECT DISTINCT cache_key FROM exchanges INDEXED BY exchanges_answers "
-            "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 LIMIT ?",
-            (limit + 1,),
+            "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 AND time <= ? "
+            "LIMIT ?",
+            (_now(), limit + 1),
         )
     }
     return keys if len(keys) <= limit else None

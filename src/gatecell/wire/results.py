@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GatecellError
+from .secret import redact
 
 __all__ = [
     "ResponseMeta",
@@ -112,13 +113,15 @@ _REQUEST_ID_HEADERS = (
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses. (One pass over the
-    headers: each ``get`` of httpx's headers is one, and most names are absent.)"""
+    """The gateway's request id, under whichever header name it uses, redacted: it is shown
+    in errors and footers, saved with notebooks and logged, and a gateway may put anything
+    there, the client's own key too. (One pass over the headers: each ``get`` of httpx's
+    headers is one, and most names are absent.)"""
     found = dict(headers.items())
     for name in _REQUEST_ID_HEADERS:
         value = found.get(name)
         if value:
-            return value
+            return redact(value)
     return None
 
 
