@@ -295,7 +295,7 @@ _RULES = (
     # a PEM private key; its body is base64 and line breaks only: it ends at the next dash
     _Rule(
         re.compile(
-            r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s]*"
+            r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s]+"
             r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)?"
         ),
         False,
@@ -311,7 +311,7 @@ _RULES = (
     _Rule(re.compile(r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{30,}"), False, _shape),
     _Rule(re.compile(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{30,}"), False, _shape),
     _Rule(re.compile(r"glpat-(?<![A-Za-z0-9_]glpat-)[A-Za-z0-9_\-]{20,}"), False, _shape),
-    _Rule(re.compile(r"AIza(?<![A-Za-z0-9_\-]AIza)[A-Za-z0-9_\-]{30,}"), False, _shape),
+    _Rule(re.compile(r"AIza(?<![A-Za-z0-9_]AIza)[A-Za-z0-9_\-]{30,}"), False, _shape),
     _Rule(
         re.compile(r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
         False,
@@ -321,7 +321,7 @@ _RULES = (
     _Rule(re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{30,}"), False, _shape),
     # a JWT: a base64url JSON header ("eyJ"), a payload and perhaps a signature
     _Rule(
-        re.compile(r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*)?"),
+        re.compile(r"eyJ(?<![A-Za-z0-9_]eyJ)[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*)?"),
         False,
         _shape,
     ),
