@@ -138,6 +138,7 @@ class HostileGateway(ThreadingHTTPServer):
     reply = REPLY
     models = MODELS
     error = ERROR
+    escaped = False  # True: every character of every string in a JSON body as a \u escape
 
     @property
     def base_url(self) -> str:
@@ -160,7 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _json(self, body: Any, status: int = 200) -> None:
-        self._send(status, json.dumps(body).encode(), "application/json")
+        self._send(
+            status, (_escaped(body) if self.server.escaped else json.dumps(body)).encode(), "application/json"
+        )
 
     def _events(self, events: list[tuple[str | None, Any]]) -> None:
         self.send_response(200)
@@ -256,6 +259,17 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         events.append(("response.completed", {"type": "response.completed", "response": response}))
         self._events(events)
+
+
+def _escaped(value: Any) -> str:
+    """JSON whose strings are all ``\\uXXXX`` escapes: valid, and no text of it readable as it is."""
+    if isinstance(value, str):
+        return '"' + "".join(f"\\u{ord(c):04x}" for c in value) + '"'
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_escaped(k)}:{_escaped(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_escaped(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def start(**payloads: Any) -> HostileGateway:

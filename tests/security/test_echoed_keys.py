@@ -16,6 +16,7 @@ import hostile_gateway as evil
 import nbformat
 import pytest
 
+from gatecell.store import default_store
 from gatecell.wire.client import Gateway
 from gatecell.wire.errors import APIError
 
@@ -127,3 +128,24 @@ def test_a_saved_notebook_holds_no_echoed_key(tmp_path, monkeypatch):
     text = path.read_text(encoding="utf-8")
     assert "request " in text and "gatecell: 400" in text  # the cells ran, footers and error shown
     assert _clean(text, [AZURE, GOOGLE]), text
+
+
+def test_a_key_sent_as_json_escapes_is_stored_and_replayed_masked(tmp_path, monkeypatch):
+    """Issue 20, item 4: the raw reply the cache replays held the key as ``\\u`` escapes."""
+    monkeypatch.setenv("GATECELL_HOME", str(tmp_path / "home"))
+    server = evil.start(escaped=True, reply=f"your key is {AZURE}, keep it safe")
+    messages = [{"role": "user", "content": "what is my key?"}]
+    try:
+        with Gateway(base_url=server.base_url, api_key=AZURE, cache=True) as gw:
+            live = gw.chat(model="hostile-chat", messages=messages)
+            assert AZURE in live.choices[0].message.content  # the reply itself is the model's, shown whole
+            again = gw.chat(model="hostile-chat", messages=messages)  # the lookup waits for the log
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert default_store().flush(30)
+    assert again.meta.cached and again.choices[0].message.content.startswith("your key is 3f2…")
+    assert _clean(again.model_dump_json(), [AZURE])
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "home").glob("gatecell.db*"))
+    escaped = "".join(f"\\u{ord(c):04x}" for c in AZURE)
+    assert AZURE.encode() not in stored and escaped[:60].encode() not in stored
