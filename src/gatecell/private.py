@@ -5,9 +5,10 @@ trusts: a cached answer is shown as the gateway's, a logged conversation is sent
 record is served as the user's own. So on a machine shared with other users (a JupyterHub
 node, a CI runner) neither may be another user's:
 
-- a folder is made 0700 (its missing parents too); one that exists is used if this user
-  owns it, and tightened to 0700 if others may read or write it; a symbolic link to it
-  counts only if this user made the link;
+- a folder is made 0700 (its missing parents too), in a folder of this user's or of the
+  system's (root's, that others may not write unless it is sticky, as /tmp); one that exists
+  is used if this user owns it, and tightened to 0700 if others may read or write it; a
+  symbolic link to it counts only if this user made the link;
 - a file is made 0600 (``O_EXCL``: never one that appeared meanwhile); one that exists is
   used if it is a regular file (never a symbolic link, which is not followed), this user
   owns it and no one else may write it (another user may have written into it); one that
@@ -54,6 +55,8 @@ def private_folder(path: str | os.PathLike[str]) -> Path:
     make with the default mode, letting others list them), else checked and tightened."""
     path = Path(path)
     missing = [folder for folder in (path, *path.parents) if not os.path.lexists(folder)]
+    if missing and _POSIX:
+        _may_hold(missing[-1].parent)
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=0o700)
@@ -67,6 +70,15 @@ def private_folder(path: str | os.PathLike[str]) -> Path:
     if _POSIX and st.st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+def _may_hold(folder: Path) -> None:
+    """Whether gatecell may make a folder in ``folder``: one of this user's, or the system's
+    that no other user may write into, save a sticky one (/tmp), where no one can take it over."""
+    st = folder.stat()
+    if st.st_uid == os.getuid() or (st.st_uid == 0 and (not st.st_mode & 0o022 or st.st_mode & stat.S_ISVTX)):
+        return
+    raise Untrusted(f"{folder} belongs to another user (uid {st.st_uid}); gatecell makes no folder in it")
 
 
 def private_file(path: str | os.PathLike[str], st: os.stat_result | None = None) -> bool:

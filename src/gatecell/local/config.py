@@ -325,9 +325,15 @@ class Config:
 
 
 def _probe(folder: Path) -> None:
-    """Make ``folder`` (private) and write in it once: OSError when it cannot be used, or is
-    not this user's alone (`gatecell.private.Untrusted`)."""
+    """Make ``folder`` (private) and write in it once: OSError when it cannot be used, or when
+    it, or a folder of it that the stores use (jobs, leases, each key's files), is not this
+    user's alone (`gatecell.private.Untrusted`)."""
     import tempfile
 
     with tempfile.TemporaryFile(dir=private_folder(folder)):
         pass
+    for part in ("jobs", "leases", "files"):
+        private_folder(folder / part)
+    for owner in os.scandir(folder / "files"):
+        if owner.is_dir(follow_symlinks=False):
+            private_folder(owner.path)
