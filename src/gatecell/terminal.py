@@ -18,12 +18,11 @@ import re
 
 __all__ = ["printable"]
 
-_CONTROL = re.compile(r"\r(?=\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"(?P<crlf>\r)(?=\n)|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
-    char = match.group(0)
-    return "" if char == "\r" else f"\\u{ord(char):04x}"
+    return "" if match.group("crlf") else f"\\u{ord(match.group(0)):04x}"
 
 
 def printable(text: str) -> str:
