@@ -63,7 +63,8 @@ def _now() -> str:
 
 def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
     """The newest complete, error-free, not partial, not itself cached exchange with ``key``,
-    dated no later than now."""
+    dated no later than now; None when that one's reply was empty (no text, no tool call):
+    an empty reply answers nothing, and the request goes again."""
     row = conn.execute(
         "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
         "FROM exchanges "
@@ -78,12 +79,30 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
         body = _loads(response)
     except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
         body = None
+    if not text and not _calls_tools(body):
+        return None
     return Answer(text, reasoning, _loads(usage), body, request_id, at, endpoint, model, latency)
 
 
+_TOOL_CALLS = frozenset(("tool_calls", "function_call", "functionCall"))  # chat, generate-content
+_TOOL_BLOCKS = frozenset(("tool_use", "function_call"))  # messages' and responses' items
+
+
+def _calls_tools(body: Any) -> bool:
+    """Whether a reply body holds a tool call, in any of the shapes of WIRE-NOTES."""
+    if isinstance(body, dict):
+        if body.get("type") in _TOOL_BLOCKS:
+            return True
+        return any((k in _TOOL_CALLS and bool(v)) or _calls_tools(v) for k, v in body.items())
+    if isinstance(body, list):
+        return any(_calls_tools(v) for v in body)
+    return False
+
+
 def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:
-    """The keys of every exchange that can answer (as `answer` picks them), read from the
-    index alone; None when there are more than ``limit``."""
+    """The keys of every exchange that may answer (as `answer` picks them, but for the reply
+    being empty: `answer` tells), read from the index alone; None when there are more than
+    ``limit``."""
     keys = {
         key
         for (key,) in conn.execute(

@@ -1,5 +1,5 @@
-"""Issue 20, item 4: the log keeps no secret, in any column, in any form, and a cache row dated
-in the future answers nothing.
+"""Issue 20, items 4, 6 and 13 (the store's side): the log keeps no secret, in any column, in
+any form; and a cache row dated in the future, or holding an empty reply, answers nothing.
 
 Each secret below was stored verbatim before: other services' keys, a password assigned in a
 prompt, a connection string, the client's key base64-encoded or split across lines, a key a
@@ -104,3 +104,19 @@ def test_a_cache_row_dated_in_the_future_answers_nothing(store: Store):
     found = store.lookup(key)
     assert found is not None and found.text == "4" and key in (store.answer_keys() or set())
     assert json.loads(json.dumps(found.text)) == "4"
+
+
+def test_an_empty_reply_answers_nothing(store: Store):
+    """Issue 20, item 13 (the store's side): a map row answered empty was never sent again."""
+    empty, tools = chat_body("say nothing", model="m"), chat_body("call a tool", model="m")
+    empty_body = {"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    tool_body = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
+    store.log(CHAT, "m", empty, text="", response=empty_body, gateway="http://gw:1")
+    store.log(CHAT, "m", chat_body("stream", model="m", stream=True), text=None, gateway="http://gw:1")
+    store.log(CHAT, "m", tools, text=None, response=tool_body, gateway="http://gw:1")
+    assert store.flush(30)
+    assert store.lookup(cache_key(CHAT, "m", empty, "http://gw:1")) is None
+    assert store.lookup(cache_key(CHAT, "m", chat_body("stream", model="m"), "http://gw:1")) is None
+    found = store.lookup(cache_key(CHAT, "m", tools, "http://gw:1"))
+    assert found is not None and found.response == tool_body  # a tool call is a reply
