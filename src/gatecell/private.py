@@ -36,6 +36,7 @@ __all__ = [
     "create_private",
     "read_private",
     "write_private",
+    "write_whole",
 ]
 
 _POSIX = hasattr(os, "getuid")
@@ -142,11 +143,16 @@ TMP_PREFIX = ".tmp-"  # of a file being written
 
 
 def write_private(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` at once: a 0600 temporary file in a private folder, renamed
-    into place (a rename replaces a symbolic link, never writes through it)."""
-    path = Path(path)
-    folder = private_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX)  # 0600
+    """Write ``data`` to ``path`` at once in a private folder (`private_folder`, `write_whole`)."""
+    private_folder(Path(path).parent)
+    write_whole(path, data)
+
+
+def write_whole(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` at once: a 0600 temporary file in its folder, renamed into
+    place, so a reader sees the old file or the new one, never half of one (and a rename
+    replaces a symbolic link, never writes through it)."""
+    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=TMP_PREFIX)  # 0600
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

@@ -15,6 +15,7 @@ import json
 import hostile_gateway as evil
 import nbformat
 import pytest
+from probes import pointed_at
 
 from gatecell.store import default_store
 from gatecell.wire.client import Gateway
@@ -67,21 +68,12 @@ def test_errors_and_results_never_hold_the_echoed_key(echoing):
 @pytest.fixture
 def echoing_shell(echoing, ipshell, monkeypatch, tmp_path):
     """gatecell in the shell, pointed at the echoing gateway with the case's key."""
-    from gatecell.notebook import _STATE
-
     server, key, secrets = echoing
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GATECELL_API_KEY", key)
     monkeypatch.setenv("GATECELL_HOME", str(tmp_path / "home"))
-    magics = _STATE[id(ipshell)]["magics"]
-    config = magics.session.config
-    config.base_url = server.base_url
-    config.output, config.footer, config.debug = "rich", False, False
-    magics.session.memory.reset()
-    magics.session.disconnect()
-    yield secrets
-    config.base_url = ""
-    magics.session.disconnect()
+    with pointed_at(ipshell, server.base_url):
+        yield secrets
 
 
 @pytest.mark.parametrize("echoing", CASES, indirect=True)

@@ -9,9 +9,7 @@ HTML. The store is read through `gatecell.store` (loaded on first use, not at
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,17 +157,9 @@ def _write_new(target: Path, data: bytes, force: bool) -> None:
     if force and target.exists():
         if not target.is_file():
             raise IsADirectoryError(target)
-        from gatecell.private import TMP_PREFIX
+        from gatecell.private import write_whole
 
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=TMP_PREFIX)  # 0600
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_whole(target, data)
         return
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "wb") as out:
