@@ -78,6 +78,7 @@ KEPT = [
     'sort_key = "created_at"',
     "compass = 'north'; monkey = 'banana'; bypass = 'yes'",
     "api_key_file = 'keys.txt'",
+    "pass a key shipped on purpose: api_key=gatecell.dask.ship(key), or api_key=os.getenv('K')",
     '{"token": "Hello", "logprob": -0.1}',
     "Bearer authentication and Basic access authentication are two schemes",
     "task-abcdefghijkl and disk-usage-report; Asia and AKIAB are words",
