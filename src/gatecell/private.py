@@ -79,7 +79,8 @@ def _may_hold(folder: Path) -> None:
     st = folder.stat()
     if st.st_uid == os.getuid() or (st.st_uid == 0 and (not st.st_mode & 0o022 or st.st_mode & stat.S_ISVTX)):
         return
-    raise Untrusted(f"{folder} belongs to another user (uid {st.st_uid}); gatecell makes no folder in it")
+    why = "may be written by other users" if st.st_uid == 0 else f"belongs to another user (uid {st.st_uid})"
+    raise Untrusted(f"{folder} {why}; gatecell makes no folder in it")
 
 
 def private_file(path: str | os.PathLike[str], st: os.stat_result | None = None) -> bool:
