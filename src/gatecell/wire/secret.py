@@ -213,7 +213,7 @@ def _entropy(text: str) -> float:
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
-def looks_random(value: str) -> bool:
+def _looks_random(value: str) -> bool:
     """A value that is likely a secret rather than a word or a name: gitleaks' test for its
     generic rule (ten characters or more, no spaces, Shannon entropy of 3 bits or more)."""
     return len(value) >= 10 and not any(c.isspace() for c in value) and _entropy(value) >= 3.0
@@ -244,7 +244,7 @@ _STRONG_KEY = re.compile(r"(?:api|access|secret|private|client)[_\-]?\Z", re.I)
 # nothing). Every repeat is bounded or stops at a character the next part needs. A quote may
 # come escaped (``\"``), as in JSON text: what is found there is then decoded and redacted.
 _TAIL = (
-    r"(?![a-z0-9])(?:(?P<close>(?:\\?[\"'`\]]){0,2})"
+    r"(?![a-z0-9])(?:(?:\\?[\"'`\]]){0,2}"
     r"(?:\s{0,8}:\s{0,8}[a-z_][\w.\[\], |]{0,60}=(?!=)|\s{0,8}(?::=|=>|==|=|:)(?![=>]))"
     r"\s{0,8}[rbfu]{0,2}"
     r"(?:(?:\\?\"){3}(?P<v3d>[\s\S]*?)(?:(?:\\?\"){3}|\Z)|(?:\\?'){3}(?P<v3s>[\s\S]*?)(?:(?:\\?'){3}|\Z)"
@@ -255,7 +255,7 @@ _TAIL = (
 _VALUES = ("v3d", "v3s", "vd", "vs", "vb", "bare")
 
 
-def name_kind(text: str, start: int, end: int) -> str | None:
+def _name_kind(text: str, start: int, end: int) -> str | None:
     """Whether ``text[start:end]``, a secret's name word found in ``text``, names a secret:
     None (it is part of a word), ``"weak"`` (its value is masked only when it looks random) or
     ``"strong"``. Weak: a name that is only ``key`` at its end (``sort_key``, not ``API_KEY``
@@ -278,15 +278,15 @@ def name_kind(text: str, start: int, end: int) -> str | None:
 
 
 def _assigned(match: re.Match[str], text: str) -> Span | None:
-    """The value masked, if the name is a secret's (`name_kind`) and the value one: a bare
+    """The value masked, if the name is a secret's (`_name_kind`) and the value one: a bare
     value that is a call (``api_key=os.getenv(...)``, ``api_key=gatecell.dask.ship(key)``)
     is code, not a secret."""
     group = next(g for g in _VALUES if match.group(g) is not None)
-    kind = name_kind(text, match.start(), match.end("name"))
+    kind = _name_kind(text, match.start(), match.end("name"))
     start, end = match.span(group)
     if kind is None or (group == "bare" and text.startswith("(", end)):
         return None
-    if kind == "weak" and not looks_random(text[start:end]):
+    if kind == "weak" and not _looks_random(text[start:end]):
         return None
     return start, end, MASK
 
@@ -429,8 +429,8 @@ def _named_secret(name: str, value: str) -> bool:
     found = _NAME_AT_END.search(name)
     if found is None or value == MASK:
         return False
-    kind = name_kind(name, found.start(), found.end())
-    return kind == "strong" or (kind == "weak" and looks_random(value))
+    kind = _name_kind(name, found.start(), found.end())
+    return kind == "strong" or (kind == "weak" and _looks_random(value))
 
 
 def redact_data(value: Any, *secrets: Secret | str | None) -> Any:
