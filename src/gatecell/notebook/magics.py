@@ -85,8 +85,7 @@ HELP = """gatecell magics (each takes --help):
   Context: {df} {Out[3]} {_} fill in values, summarised; --cells N adds the last N cells,
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
-%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | restore NAME
-  | export NAME [PATH] [--force]
+%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
