@@ -1,6 +1,6 @@
 # The two set-up commands of the README:
 #   make lab    install everything, start the embedded gateway, open JupyterLab on the tutorials
-#   make test   install everything (Chromium and LiteLLM's proxy too), check types and style, run the whole test suite
+#   make test   install everything (Chromium, squid and LiteLLM's proxy too), check types, style and layers, run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  ?= .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lab test chromium litellm
+.PHONY: lab test debian litellm
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,10 +21,11 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/gatecell lab
 
-test: $(STAMP) chromium $(LITELLM_STAMP)
+test: $(STAMP) debian $(LITELLM_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 	GATECELL_LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest
 
 litellm: $(LITELLM_STAMP)
@@ -34,6 +35,16 @@ $(LITELLM_STAMP): tests/thirdparty/litellm-requirements.txt
 	$(LITELLM_VENV)/bin/python -m pip install -q -r tests/thirdparty/litellm-requirements.txt
 	touch $@
 
-# Debian's Chromium drives the widget tests; Playwright never downloads a browser here.
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+# Debian's packages the tests drive: Chromium for the widget tests (Playwright never downloads
+# a browser here); squid, the real proxy of tests/proxy.py, which starts its own on a free
+# loopback port; openssl, which writes its htpasswd. One `apt-get update`, only when one is
+# missing; the squid service a fresh install may start is stopped and disabled (unused).
+debian:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -x /usr/sbin/squid ] || missing="$$missing squid"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		case "$$missing" in *squid*) { systemctl disable --now squid || service squid stop; } >/dev/null 2>&1 || true;; esac; \
+	fi

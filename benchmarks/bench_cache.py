@@ -40,7 +40,9 @@ def main() -> None:
     st = store.default_store(log=True)
     for i in range(args.rows):  # a log in use: many exchanges, each with its own key
         body = {"model": MODEL, "messages": [{"role": "user", "content": f"q{i}"}]}
-        st.log("/v1/chat/completions", MODEL, body, text="x" * args.reply, gateway="http://127.0.0.1:1")
+        st.record_exchange(
+            "/v1/chat/completions", MODEL, body, text="x" * args.reply, gateway="http://127.0.0.1:1"
+        )
     assert st.flush(120)
     messages = [{"role": "user", "content": "Tell me a long story. " * 30}]  # a 2 KB request too
     with spawn_neutral(reply=args.reply) as server:

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_store.py --exchanges 5000 --rows 20000
 
 1. **Caller CPU per logged exchange** (`time.thread_time()` of the calling thread around
-   ``n`` calls): ``Store.log`` against a no-op function with the same arguments (the cost of
+   ``n`` calls): ``Store.record_exchange`` against a no-op function with the same arguments (the cost of
    the call itself) and a plain ``sqlite3`` loop that inserts and commits each row on the
    caller's thread (WAL, ``synchronous=NORMAL``, the body dumped to JSON), the way a simple
    logger would. The writer thread's own CPU is reported too: it is the process's CPU less
@@ -117,7 +117,7 @@ def bench_log(folder: Path, n: int, reps: int) -> dict[str, Any]:
 
     def run_store() -> None:
         for body, text, usage, raw in data:
-            store.log(CHAT, "gpt-bench", body, response=raw, text=text, usage=usage, latency=0.5,
+            store.record_exchange(CHAT, "gpt-bench", body, response=raw, text=text, usage=usage, latency=0.5,
                       status=200, request_id="req", gateway=GW)  # fmt: skip
 
     def run_noop() -> None:
@@ -130,7 +130,7 @@ def bench_log(folder: Path, n: int, reps: int) -> dict[str, Any]:
             plain.log(body, text, usage, raw)
 
     contenders = {
-        "gatecell Store.log": run_store,
+        "gatecell Store.record_exchange": run_store,
         "no-op call": run_noop,
         "sqlite3 insert+commit per row": run_plain,
     }
@@ -144,7 +144,7 @@ def bench_log(folder: Path, n: int, reps: int) -> dict[str, Any]:
             contenders[name]()
             caller = time.thread_time() - cpu0
             wall = time.perf_counter() - wall0
-            if name == "gatecell Store.log":
+            if name == "gatecell Store.record_exchange":
                 store.flush()
             runs[name].append(
                 {"caller_cpu_s": caller, "process_cpu_s": time.process_time() - proc0, "wall_s": wall}
@@ -167,14 +167,16 @@ def fill(path: Path, rows: int, *, fts: bool) -> tuple[float, list[str]]:
     gatecell.store.schema.fts5_available = real if fts else (lambda: False)  # type: ignore[assignment]
     try:
         store = Store(path)
-        store.log(CHAT, "gpt-bench", b"{}", text="first")  # the file made, before the clock starts
+        store.record_exchange(
+            CHAT, "gpt-bench", b"{}", text="first"
+        )  # the file made, before the clock starts
         store.flush()
         data = exchanges(rows, seed=2)
         keys = [cache_key(CHAT, "gpt-bench", body, GW) for body, *_ in data]
         cpu0 = time.process_time()
         caller0 = time.thread_time()
         for (body, text, usage, raw), key in zip(data, keys, strict=True):
-            store.log(
+            store.record_exchange(
                 CHAT, "gpt-bench", body, response=raw, text=text, usage=usage, gateway=GW, cache_key=key
             )
         caller = time.thread_time() - caller0
@@ -287,10 +289,13 @@ def main() -> None:
         hit = bench_hit(folder, args.rows, args.hits)
         search = bench_search(folder, args.rows, args.queries)
     per = log["per_exchange_us"]
-    added = per["gatecell Store.log"]["caller_cpu_s"] - per["no-op call"]["caller_cpu_s"]
+    added = per["gatecell Store.record_exchange"]["caller_cpu_s"] - per["no-op call"]["caller_cpu_s"]
     plain = per["sqlite3 insert+commit per row"]["caller_cpu_s"]
     hit_ms = hit["gatecell_ms"]["p50"]
-    writer_us = per["gatecell Store.log"]["process_cpu_s"] - per["gatecell Store.log"]["caller_cpu_s"]
+    writer_us = (
+        per["gatecell Store.record_exchange"]["process_cpu_s"]
+        - per["gatecell Store.record_exchange"]["caller_cpu_s"]
+    )
     fts, like = search["total_ms"]["fts5"], search["total_ms"]["like"]
     summary = [
         summary_row(

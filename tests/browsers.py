@@ -1,5 +1,6 @@
-"""What the browser tests share: Debian's Chromium through Playwright, and Jupyter servers
-(Voila, JupyterLab) started on a free loopback port for one test module.
+"""What the browser tests share: Debian's Chromium through Playwright, Jupyter servers
+(Voila, JupyterLab) started on a free loopback port for one test module, notebooks run by
+nbclient and trusted, and the probes that say whether a page ran anything it should not.
 
 No browser is downloaded: Playwright launches /usr/bin/chromium. Servers run with their
 own Jupyter folders under the test's temporary directory and without the developer's
@@ -9,7 +10,9 @@ GATECELL_*/OPENAI_* variables, so nothing of the machine leaks in or out.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -94,6 +97,68 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
     return path
 
 
+def run_notebook(home: Path, name: str, cells: list[str], **env: str) -> Any:
+    """Run these code cells in a fresh kernel (nbclient, errors kept as outputs), in
+    ``home/root``, with no GATECELL_*/OPENAI_* variable of the developer's but ``env``; save
+    the notebook there as ``name``, signed with `jupyter trust` as a notebook its user ran is
+    (so that `jupyterlab(home)` shows its outputs as trusted); return it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    root = home / "root"
+    root.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with pytest.MonkeyPatch.context() as mp:  # the kernel nbclient starts inherits this
+        for variable in [n for n in os.environ if n.startswith(("GATECELL_", "OPENAI_"))]:
+            mp.delenv(variable)
+        for variable, value in env.items():
+            mp.setenv(variable, value)
+        client = NotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(root)}},
+        )
+        client.execute()
+    nbformat.write(nb, str(root / name))
+    jupyter = Path(sys.executable).parent / "jupyter"
+    subprocess.run(
+        [str(jupyter), "trust", str(root / name)], env=clean_env(home), check=True, capture_output=True
+    )
+    return nb
+
+
+def lab_settings(home: Path, plugin: str, name: str, values: dict[str, Any]) -> None:
+    """Write user settings of JupyterLab's ``plugin`` (``@jupyterlab/notebook-extension``,
+    ``tracker``) for a `jupyterlab` server of ``home``; a page loaded afterwards has them."""
+    folder = home / "settings" / plugin
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+
+
+@contextlib.contextmanager
+def jupyterlab(home: Path) -> Iterator[str]:
+    """JupyterLab serving ``home/root`` (as root: --allow-root), with the Jupyter folders,
+    settings and workspaces of ``home``; yields the URL of a notebook in it, to be formatted
+    with its name: ``http://127.0.0.1:PORT/lab/tree/{}?token=...``. Every notebook shows all
+    its outputs at once (no windowing), so that a test sees them all."""
+    root = home / "root"
+    lab_settings(home, "@jupyterlab/notebook-extension", "tracker", {"windowingMode": "none"})
+    lab_settings(home, "@jupyterlab/apputils-extension", "notification", {"fetchNews": "false"})
+    port, token = free_port(), secrets.token_hex(16)
+    args = [
+        *("jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"),
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with serve(args, port, clean_env(home), home / "lab.log"):
+        yield f"http://127.0.0.1:{port}/lab/tree/{{}}?token={token}"
+
+
 def voila(notebook: Path, port: int) -> list[str]:
     """Arguments of a Voila server for one notebook."""
     return [
@@ -139,3 +204,35 @@ def dashboard_page(browser: Any, url: str, ready: str = ".gatecell-dashboard") -
         yield page
     finally:
         context.close()
+
+
+# -- whether a page ran anything ----------------------------------------------------------
+
+# A control output made on purpose proves that the front end runs the scripts and handlers of
+# these outputs (``window.__control``), so that ``window.__pwned`` staying unset means
+# gatecell's outputs gave it nothing to run. Each hostile payload records its name there.
+CONTROL = (
+    '<div id="gatecell-control"><img src=x onerror="window.__control=1">'
+    "<script>window.__control_script=1</script></div>"
+)
+
+# Everything in `root` that could run or load something; the control's own output is left out.
+SCAN = """root => {
+  const bad = [];
+  for (const el of root.querySelectorAll('*')) {
+    if (el.closest('#gatecell-control')) continue;
+    if (['SCRIPT', 'IFRAME', 'OBJECT', 'EMBED', 'FORM', 'FRAME'].includes(el.tagName)) bad.push(el.tagName);
+    for (const a of el.attributes) {
+      const v = a.value.replace(/[\\x00-\\x20]/g, '').toLowerCase();
+      if (a.name.startsWith('on') || a.name === 'srcdoc') bad.push(`${el.tagName} ${a.name}`);
+      const url = ['href', 'src', 'action', 'formaction', 'xlink:href'].includes(a.name);
+      if (url && /^(javascript|vbscript|data:text|data:image\\/svg)/.test(v)) bad.push(`${el.tagName} ${v}`);
+    }
+  }
+  return bad;
+}"""
+
+# Every image has loaded or failed (and JupyterLab has resolved its relative `src`, which it
+# does asynchronously): any error handler among them has had its chance to run.
+SETTLED = """sel => [...document.querySelectorAll(sel + ' img')].every(i => i.complete
+  && (!document.querySelector('.jp-Notebook') || i.getAttribute('src') !== 'x'))"""

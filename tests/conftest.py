@@ -1,7 +1,8 @@
 """Shared fixtures. `home` is a fresh GATECELL_HOME; `local_gateway` is the embedded local
 gateway, one per test session; `make_gateway` starts gateways of a test's own, with its own
 options; `kernel_cells` runs cells in a running Jupyter kernel and collects what a frontend
-shows; `ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium."""
+shows; `ipshell` is a real IPython shell with gatecell loaded; `browser` Debian's Chromium,
+`screenshots` the folder its screenshots go to."""
 
 from __future__ import annotations
 
@@ -105,6 +106,17 @@ def browser():
         yield found
 
 
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where browser tests save their screenshots: .artifacts/screenshots, or the folder in
+    GATECELL_SCREENSHOTS (docs/screenshots, for the README's)."""
+    from browsers import ROOT
+
+    folder = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / ".artifacts" / "screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @pytest.fixture
 def make_gateway():
     """Start gateways with given `Config.create` options; all stop after the test.
@@ -130,3 +142,31 @@ def make_gateway():
     yield make
     for stop in stops:
         stop()
+
+
+@pytest.fixture(scope="module")
+def squid():
+    """Debian's squid on a free loopback port, for one test module (see tests/proxy.py)."""
+    from proxy import Squid
+
+    proxy = Squid()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def squid_auth():
+    """A squid that demands basic credentials: ``alice`` and ``squid_auth.users["alice"]``."""
+    from proxy import Squid
+
+    proxy = Squid(users={"alice": "s3cret:pa@ss w"})
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory):
+    """A CA of the tests' own and a leaf for 127.0.0.1 it signed (see tests/proxy.py)."""
+    from proxy import make_ca
+
+    return make_ca(tmp_path_factory.mktemp("ca"))

@@ -101,7 +101,7 @@ def test_configured_settings_win_and_say_nothing(local_gateway):
         from gatecell import Gateway
         from gatecell.local import embedded
 
-        print(Gateway().base_url, Gateway("http://127.0.0.1:9/v1").base_url, embedded._current)
+        print(Gateway().base_url, Gateway("http://127.0.0.1:9/v1").base_url, embedded.running())
         """,
         GATECELL_BASE_URL=local_gateway.base_url,
         GATECELL_API_KEY=local_gateway.api_key.reveal(),
@@ -111,13 +111,35 @@ def test_configured_settings_win_and_say_nothing(local_gateway):
     assert done.stderr == ""
 
 
-def test_the_wire_does_not_load_the_local_gateway_or_the_policy_until_needed():
+def test_the_wire_loads_nothing_above_it_and_the_client_no_local_gateway_until_needed():
     done = run_python(
         """
         import sys
-        import gatecell.wire.client
-        print(sorted(m for m in sys.modules if m.startswith(("gatecell.local", "gatecell.connect"))))
+        above = ("gatecell.local", "gatecell.connect", "gatecell.store", "gatecell.batch", "gatecell.journal")
+        import gatecell.wire.endpoints, gatecell.wire.drivers
+        print(sorted(m for m in sys.modules if m.startswith(above)))
+        import gatecell.gateway
+        print(sorted(m for m in sys.modules if m.startswith(("gatecell.local", "gatecell.store"))))
         """
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+def test_a_client_made_with_nothing_configured_starts_the_local_gateway_on_its_first_request():
+    done = run_python(
+        """
+        from gatecell import Gateway
+        from gatecell.local import embedded
+
+        gw = Gateway()
+        print(repr(gw), embedded.running(), gw.local)
+        print(gw.chat("local-chat", [{"role": "user", "content": "What is 2+2?"}]).text)
+        print(embedded.running().base_url == gw.base_url)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    made, reply, same = done.stdout.strip().split("\n")
+    assert made == "Gateway(base_url=<the local gateway, on first request>, api_key=None) None True"
+    assert "4" in reply and same == "True"
+    assert done.stderr.count("gatecell: no gateway configured") == 1

@@ -6,13 +6,13 @@ gateway load on first use, so ``import gatecell`` and ``%load_ext gatecell`` sta
 
 from __future__ import annotations
 
+from gatecell._version import __version__
+
 TYPE_CHECKING = False  # typing itself costs a third of this module's import time
 
-__version__ = "0.1.0"
-
 _LAZY = {
-    "Gateway": "gatecell.wire.client",
-    "AsyncGateway": "gatecell.wire.client",
+    "Gateway": "gatecell.gateway",
+    "AsyncGateway": "gatecell.gateway",
     "Secret": "gatecell.wire.secret",
     "dashboard": "gatecell.notebook.widgets.dashboard",
     "GatecellError": "gatecell.wire.errors",
@@ -33,9 +33,9 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__vers
 if TYPE_CHECKING:
     from typing import Any
 
+    from gatecell.gateway import AsyncGateway, Gateway
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
-    from gatecell.wire.client import AsyncGateway, Gateway
     from gatecell.wire.errors import (
         APIConnectionError,
         APIError,

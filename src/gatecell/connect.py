@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gatecell.wire.results import ModelList
     from gatecell.wire.secret import Secret
 
-__all__ = ["Target", "choose", "local_url", "explain_unserved", "ENV_LOCAL_URL", "NOTICE"]
+__all__ = ["Target", "choose", "is_local", "local_url", "explain_unserved", "ENV_LOCAL_URL", "NOTICE"]
 
 # Set by `gatecell lab` for its kernels: the root address of its local gateway, whose key is
 # in GATECELL_LOCAL_KEYS. A process that finds it uses that gateway instead of starting one.
@@ -57,6 +57,17 @@ def local_url() -> str | None:
     return root_url(url) if url else None
 
 
+def is_local(base_url: str) -> bool:
+    """Whether ``base_url`` is the local gateway: the one ``gatecell lab`` handed down
+    (`ENV_LOCAL_URL`), or the one embedded in this process."""
+    root = root_url(base_url)
+    if root == local_url():
+        return True
+    embedded = sys.modules.get("gatecell.local.embedded")  # not loaded: nothing was started here
+    served = embedded.running() if embedded is not None else None
+    return served is not None and served.base_url == root
+
+
 def choose(base_url: str | None = None, api_key: str | Secret | None = None) -> Target:
     """The gateway for these settings: explicit, else the environment, else the local one.
 
@@ -65,7 +76,7 @@ def choose(base_url: str | None = None, api_key: str | Secret | None = None) -> 
     """
     settings = resolve(base_url, api_key)
     if settings.base_url:
-        return Target(settings.base_url, settings.api_key, local=settings.base_url == local_url())
+        return Target(settings.base_url, settings.api_key, local=is_local(settings.base_url))
     handed_down = local_url()
     if handed_down:
         from gatecell.local.config import keys_from

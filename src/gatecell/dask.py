@@ -79,7 +79,7 @@ class _Settings:
 
 def _partition(part: Any, template: str, settings: _Settings) -> Any:
     """One partition, on its worker: the engine over its rows; the texts on its index."""
-    from gatecell.wire.client import Gateway
+    from gatecell.gateway import Gateway
 
     key = settings.api_key.reveal() if settings.api_key is not None else None
     with Gateway(base_url=settings.base_url, api_key=key) as gw:

@@ -33,6 +33,7 @@ class RowServer:
     def __init__(self, rule: Rule | None = None) -> None:
         self.rule = rule
         self.prompts: list[str] = []
+        self.paths: list[str] = []  # of each request, in order
         self.statuses: list[int] = []
         self.times: list[float] = []  # time.monotonic of each request, as it arrived
         self.answered = 0
@@ -70,6 +71,7 @@ class RowServer:
                 body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
                 prompt = _prompt(body)
                 self.prompts.append(prompt)
+                self.paths.append(path)
                 self.times.append(time.monotonic())
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rowserver import KEY, reply_to
+from rowserver import KEY, RowServer, reply_to
 
 from gatecell import AsyncGateway, Gateway
 from gatecell.batch import BatchError
@@ -40,6 +40,25 @@ def test_each_row_gets_its_own_reply_in_order(row_server, gateway):
     assert list(batch.text.index) == list(frame.index)
     assert sorted(server.prompts) == sorted(f"Hello n{i}!" for i in range(40))
     assert server.max_in_flight <= 8
+
+
+def test_a_map_row_and_gw_chat_both_follow_a_same_origin_307(row_server, gateway):
+    def moved(prompt: str, server: RowServer) -> tuple[int, dict[str, str]] | None:
+        if server.paths[-1].startswith("/moved/"):
+            return None
+        return 307, {"Location": "/moved/v1/chat/completions"}  # the case a server chose
+
+    server = row_server(moved)
+    gw = gateway(server)
+    assert gw.chat("m", [{"role": "user", "content": "hi"}]).text == reply_to("hi")
+    batch = gw.map("say {item}", ["a", "b"], model="m", progress=False)
+    assert batch.errors == {} and batch.text == [reply_to("say a"), reply_to("say b")]
+    sent = list(zip(server.prompts, server.paths, strict=True))
+    for prompt in ("hi", "say a", "say b"):
+        assert [path for said, path in sent if said == prompt] == [
+            "/v1/chat/completions",
+            "/moved/v1/chat/completions",
+        ]
 
 
 def test_series_lists_of_values_and_of_dicts(row_server, gateway):

@@ -10,14 +10,6 @@ import openai
 import pytest
 
 
-@pytest.fixture
-def client(local_gateway):
-    with openai.OpenAI(
-        base_url=f"{local_gateway.base_url}/v1", api_key=local_gateway.api_key.reveal(), max_retries=0
-    ) as c:
-        yield c
-
-
 def test_chat_answers_arithmetic(client):
     reply = client.chat.completions.create(
         model="local-chat", messages=[{"role": "user", "content": "What is 2+2?"}]

@@ -37,7 +37,9 @@ def _tags(html: str) -> list[tuple[str, list]]:
 
 def _chat(store: Store, prompt: str, reply: str, *, conversation: str | None = None, messages=None, **params):
     body = {"model": "m", "messages": messages or [{"role": "user", "content": prompt}], **params}
-    store.log("/v1/chat/completions", "m", body, text=reply, conversation=conversation, status=200)
+    store.record_exchange(
+        "/v1/chat/completions", "m", body, text=reply, conversation=conversation, status=200
+    )
 
 
 def test_the_log_table_shows_what_a_model_wrote_as_text(log, cell_runner):
@@ -82,7 +84,7 @@ def test_restore_brings_back_the_conversation_as_last_sent(log, cell_runner, ips
 
     _chat(log, "a", "A", conversation="trip")
     endpoint = "/v1/chat/completions" if not params else "/v1/messages"
-    log.log(
+    log.record_exchange(
         endpoint, "m", {"model": "m", "messages": sent, **params}, text="B", conversation="trip", status=200
     )
     assert log.flush(30)

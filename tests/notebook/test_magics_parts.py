@@ -105,6 +105,7 @@ def test_live_markdown_coalesces_and_always_renders_the_end(ipshell):
     from IPython.utils.capture import capture_output
 
     from gatecell.notebook.display import LiveMarkdown, footer_text, provenance
+    from gatecell.notebook.markdown import NOT_MATH
 
     with capture_output() as captured:
         live = LiveMarkdown(rich=True, interval=3600)
@@ -116,7 +117,9 @@ def test_live_markdown_coalesces_and_always_renders_the_end(ipshell):
     assert final["text/plain"].startswith("t0 t1 ") and final["text/plain"].endswith(
         "t999 \n\ndone\n\n-- m · /v1/chat/completions"
     )
-    assert "<p><em>done</em></p>" in final["text/html"]
+    # the note and the footer are gatecell's lines around the reply: MathJax stays out of them
+    assert f'<p class="{NOT_MATH}"><em>done</em></p>' in final["text/html"]
+    assert f'<div class="gatecell-footer {NOT_MATH}"' in final["text/html"]
     assert "<sub>m · /v1/chat/completions</sub>" in final["text/html"]
     assert captured.outputs[-1].update and captured.outputs[-1].metadata == {
         "gatecell": {"model": "m", "endpoint": "/v1/chat/completions"}

@@ -24,7 +24,7 @@ def test_load_is_lazy():
     code = (
         "from IPython.testing.globalipapp import start_ipython; ip = start_ipython(); "
         "ip.run_line_magic('load_ext', 'gatecell'); import sys; "
-        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.wire.client', 'pydantic',"
+        "heavy = ('httpx', 'ipywidgets', 'gatecell.local', 'gatecell.gateway', 'pydantic',"
         " 'markdown_it', 'nh3')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 from probes import pointed_at
 
+from gatecell.gateway import Gateway
 from gatecell.store import default_store
-from gatecell.wire.client import Gateway
 from gatecell.wire.errors import APIError
 
 AZURE = "3f2a9c4b7d1e4f60a8b5c2d9e7f1a3b4"  # 32 hex digits: nothing in its shape says "key"

@@ -2,52 +2,29 @@
 the hostile gateway, and the panels in Voila driven against it.
 
 JupyterLab runs the scripts and event handlers of a trusted notebook's HTML outputs; a
-control output made on purpose proves it does here (``window.__control``), so that
-``window.__pwned`` staying unset means gatecell's outputs gave it nothing to run. Each
-hostile payload records its name in ``window.__pwned`` when it runs.
+control output made on purpose proves it does here (``CONTROL`` in tests/browsers.py), so
+that ``window.__pwned`` staying unset means gatecell's outputs gave it nothing to run.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import subprocess
-import sys
-from pathlib import Path
-
 import hostile_gateway as evil
 import pytest
-from browsers import clean_env, dashboard_page, free_port, serve, voila, write_notebook
-
-pytestmark = pytest.mark.browser
-
-CONTROL = (
-    '<div id="gatecell-control"><img src=x onerror="window.__control=1">'
-    "<script>window.__control_script=1</script></div>"
+from browsers import (
+    CONTROL,
+    SCAN,
+    SETTLED,
+    clean_env,
+    dashboard_page,
+    free_port,
+    jupyterlab,
+    run_notebook,
+    serve,
+    voila,
+    write_notebook,
 )
 
-# Everything in `root` that could run or load something; the control's own output is left out.
-SCAN = """root => {
-  const bad = [];
-  for (const el of root.querySelectorAll('*')) {
-    if (el.closest('#gatecell-control')) continue;
-    if (['SCRIPT', 'IFRAME', 'OBJECT', 'EMBED', 'FORM', 'FRAME'].includes(el.tagName)) bad.push(el.tagName);
-    for (const a of el.attributes) {
-      const v = a.value.replace(/[\\x00-\\x20]/g, '').toLowerCase();
-      if (a.name.startsWith('on') || a.name === 'srcdoc') bad.push(`${el.tagName} ${a.name}`);
-      const url = ['href', 'src', 'action', 'formaction', 'xlink:href'].includes(a.name);
-      if (url && /^(javascript|vbscript|data:text|data:image\\/svg)/.test(v)) bad.push(`${el.tagName} ${v}`);
-    }
-  }
-  return bad;
-}"""
-
-# Every image has loaded or failed (and JupyterLab has resolved its relative `src`, which it
-# does asynchronously): any error handler among them has had its chance to run.
-SETTLED = """sel => [...document.querySelectorAll(sel + ' img')].every(i => i.complete
-  && (!document.querySelector('.jp-Notebook') || i.getAttribute('src') !== 'x'))"""
-
+pytestmark = pytest.mark.browser
 
 # -- JupyterLab ---------------------------------------------------------------------------
 
@@ -55,10 +32,7 @@ SETTLED = """sel => [...document.querySelectorAll(sel + ' img')].every(i => i.co
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, hostile):
     """A notebook of every magic, run against the hostile gateway by nbclient, signed with
-    `jupyter trust`, then served by JupyterLab (as root: --allow-root) on a free port."""
-    import nbformat
-    from nbclient import NotebookClient
-
+    `jupyter trust`, then served by JupyterLab on a free port."""
     home = tmp_path_factory.mktemp("lab")
     root = home / "root"
     (root / "gatecell-media" / "video-x").mkdir(parents=True)
@@ -68,38 +42,9 @@ def lab(tmp_path_factory, hostile):
         "%config Gatecell.video_embed_limit = 100",
     ]
     cells = [*setup, *evil.CELLS, f"from IPython.display import HTML\nHTML({CONTROL!r})"]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    env = clean_env(home, GATECELL_API_KEY=evil.KEY)
-    with pytest.MonkeyPatch.context() as mp:  # the kernel nbclient starts inherits this
-        for name in [n for n in os.environ if n.startswith(("GATECELL_", "OPENAI_"))]:
-            mp.delenv(name)
-        mp.setenv("GATECELL_API_KEY", evil.KEY)
-        client = NotebookClient(
-            nb,
-            timeout=120,
-            kernel_name="python3",
-            allow_errors=True,
-            resources={"metadata": {"path": str(root)}},
-        )
-        client.execute()
-    path = root / "hostile.ipynb"
-    nbformat.write(nb, str(path))
-    jupyter = Path(sys.executable).parent / "jupyter"
-    subprocess.run([str(jupyter), "trust", str(path)], env=env, check=True, capture_output=True)
-    settings = home / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = free_port(), secrets.token_hex(16)
-    args = [
-        *("jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1", "--allow-root"),
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={home / 'settings'}",
-        f"--LabApp.workspaces_dir={home / 'workspaces'}",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    with serve(args, port, clean_env(home), home / "lab.log"):
-        yield f"http://127.0.0.1:{port}/lab/tree/hostile.ipynb?token={token}", nb
+    nb = run_notebook(home, "hostile.ipynb", cells, GATECELL_API_KEY=evil.KEY)
+    with jupyterlab(home) as url:
+        yield url.format("hostile.ipynb"), nb
 
 
 def test_jupyterlab_runs_no_script_from_a_hostile_gateway(browser, lab):

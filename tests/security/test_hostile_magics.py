@@ -13,6 +13,8 @@ import base64
 import hostile_gateway as evil
 from inert import assert_inert
 
+from gatecell.notebook.markdown import NOT_MATH
+
 
 def shown(captured) -> list[dict]:
     return [o.data for o in captured.outputs]
@@ -57,7 +59,9 @@ def test_the_reasoning_summary_is_rendered_by_the_same_renderer(run):
     result, captured = run("%%reason --no-stream\nthink")
     html = shown(captured)[-1]["text/html"]
     summary = html.split("<details><summary>Reasoning summary</summary>", 1)[1]
-    assert summary.startswith('<div class="gatecell-md"><p>thinking "\'&gt;&lt;img src=x onerror=')
+    assert summary.startswith(
+        f'<div class="gatecell-md {NOT_MATH}"><p>thinking "\'&gt;&lt;img src=x onerror='
+    )
     assert_inert(html)
 
 

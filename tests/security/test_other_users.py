@@ -30,12 +30,12 @@ import httpx
 import pytest
 from probes import bearer
 
+from gatecell.gateway import Gateway
 from gatecell.local.app import create_app
 from gatecell.local.auth import owner_of
 from gatecell.local.config import Config
 from gatecell.local.embedded import run_in_thread
 from gatecell.store import Store, default_store
-from gatecell.wire.client import Gateway
 
 NOBODY = 65534
 KEY = "sk-victim-" + "v" * 24

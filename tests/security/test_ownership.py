@@ -14,7 +14,7 @@ import httpx
 import pytest
 from probes import bearer
 
-from gatecell.wire.client import Gateway
+from gatecell.gateway import Gateway
 from gatecell.wire.errors import NotFoundError
 
 A, B = "sk-alice-" + "a" * 24, "sk-bob-" + "b" * 26
@@ -103,7 +103,7 @@ def test_the_stores_hold_an_owner_id_never_the_key(two_keys):
 
 
 def test_the_client_still_loads_media_from_its_gateways_urls(two_keys):
-    """`Media` fetched through `gatecell.wire.client` sends the key to its own gateway."""
+    """`Media` fetched through `gatecell.gateway` sends the key to its own gateway."""
     gw, _, _ = two_keys
     with Gateway(base_url=gw.base_url, api_key=B) as client:
         job = client.imagine("a kite --ar 1:1", wait=True, timeout=30)
@@ -111,4 +111,4 @@ def test_the_client_still_loads_media_from_its_gateways_urls(two_keys):
         image = client.image("local-image", "a kite", size="64x64", response_format="url")
         assert image.images[0].url and image.images[0].data.startswith(b"\x89PNG")
     with Gateway(base_url=gw.base_url, api_key=A) as stranger, pytest.raises(NotFoundError):
-        stranger.job("imagine", job.id)
+        stranger.job(job.id, kind="imagine")

@@ -54,6 +54,15 @@ VECTORS = [
     "- <iframe src=javascript:alert(1)>",
     "<div style=\"background:url('javascript:alert(1)')\">x</div>",
     '<a href="https://ok.example" onclick="alert(1)">mixed</a>',
+    # inside formulas: what MathJax is handed is escaped text, never markup
+    "$<img src=x onerror=alert(1)>$",
+    "$$</span><script>alert(1)</script>$$",
+    "\\(<svg onload=alert(1)>\\)",
+    '\\[</div><iframe srcdoc="<script>alert(1)</script>">\\]',
+    "$\\href{javascript:alert(1)}{x}$",
+    "$[x](javascript:alert(1))$",
+    '$x" class="evil" onmouseover="alert(1)$',
+    "$$\n<img src=x onerror=alert(1)>\n$$",
 ]
 
 
@@ -89,6 +98,19 @@ def test_raw_html_is_shown_as_text_not_dropped():
     assert "&lt;img" in out and "<b>" not in out
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["$<img src=x onerror=alert(1)>$", "\\(</span><b onclick=alert(1)>x\\)", "$$\n<script>x</script>\n$$"],
+)
+def test_a_formula_is_text_in_an_element_of_the_math_classes_only(reply):
+    out = to_html(reply)
+    assert_inert(out)
+    tags = re.findall(r"<(span|div)\b([^>]*)>", out)
+    assert tags[0] == ("div", ' class="gatecell-md mathjax_ignore tex2jax_ignore"')
+    assert tags[1:] == [(tags[1][0], ' class="math mathjax_process tex2jax_process"')]
+    assert _text_of(out) == reply.strip("\n")  # as written, delimiters and all
+
+
 def test_only_absolute_web_and_mail_links_are_links():
     out = to_html(
         "[web](https://example.com/a?b=1&c=2) [mail](mailto:a@example.com) "
@@ -113,6 +135,7 @@ PIECES = [
     *("javascript:", "java\tscript:", "JaVaScRiPt:", "&#106;", "&#x6A;", "&colon;", "&Tab;"),
     *("vbscript:", "data:", "text/html", "base64,", "x", "alert(1)", "http://", "//", "\\"),
     *("*", "_", "|", "---", "#", "- ", "1. ", "> ", "    ", "|---|", "style=", "expression("),
+    *("$", "$$", "\\(", "\\)", "\\[", "\\]", "\\href{", "class=", "</span>", "</div>", "mathjax_process"),
 ]
 TEXT = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=80).map("".join)
 
@@ -126,6 +149,9 @@ def test_random_text_never_yields_script_handlers_or_bad_urls(text):
     assert not re.search(r"<[^>]*\son[a-z]+\s*=", out, re.I)
     styles = re.findall(r"<[a-z0-9]+ [^>]*style=\"([^\"]*)\"", out)
     assert all(re.fullmatch(r"text-align:(left|right|center)", s) for s in styles), styles
+    classes = set(re.findall(r"<[a-z0-9]+ [^>]*class=\"([^\"]*)\"", out))
+    allowed = {"gatecell-md mathjax_ignore tex2jax_ignore", "math mathjax_process tex2jax_process"}
+    assert all(c in allowed or c == "gatecell-code" or re.fullmatch(r"[a-z0-9]{1,3}", c) for c in classes)
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,11 +1,12 @@
-"""Issue 9, item 4: no request can stall the local gateway; issue 20: no text can stall the
-redaction every text a gateway sends goes through.
+"""Issue 9, item 4: no request can stall the local gateway (nor an answer the client); issue
+20: no text can stall the redaction every text a gateway sends goes through.
 
-Two halves. The stand-in chat model's work, and the redaction's, is linear in its input,
-whatever the input: each adversarial family below (inputs that made a regex backtrack, or a
-loop rescan what it had seen) is run at two sizes, 8x apart, and the CPU time may grow about
-8x, not 64x. And what work there is runs off the event loop: ``/health`` answers while a
-chat reply is provably still being composed.
+Two halves. The stand-in chat model's work (its typed answers too, the client's search for
+the JSON in an answer, and the redaction) is linear in its input, whatever the input: each
+adversarial family below (inputs that made a regex backtrack, or a loop rescan what it had
+seen) is run at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
+work there is runs off the event loop: ``/health`` answers while a chat reply is provably
+still being composed.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import httpx
 import pytest
 from probes import cpu_per_call, growth
 
-from gatecell.local.backends import chatbot, prompt_flags
+from gatecell.local.backends import chatbot, prompt_flags, typed
 from gatecell.wire.secret import Secret, protect_logs, redact
+from gatecell.wire.structured import Schema, instruction, parse
 
 FAMILIES = {
     "dots": lambda n: "." * n,
@@ -42,6 +44,73 @@ def test_a_chat_reply_costs_linear_time(family):
 
     grew = growth(reply, FAMILIES[family])
     assert grew < 24, f"{family}: 8x the input cost {grew:.0f}x the CPU"
+
+
+# Prompts against the patterns of the typed answers (names, dates, numbers, e-mail, ratings).
+TYPED_FAMILIES = {
+    "capitalised words": lambda n: "Aa " * (n // 3),
+    "one capitalised run": lambda n: "A" * n,
+    "capitalised stop words": lambda n: "The " * (n // 4),
+    "distinct names": lambda n: "".join(f"Xa{i} Yb{i}. " for i in range(n // 14)),
+    "month names without a year": lambda n: "March 3, " * (n // 9),
+    "digits and commas": lambda n: "1,000," * (n // 6),
+    "word characters with no at-sign": lambda n: "a" * n,
+    "at-signs": lambda n: "a@" * (n // 2),
+    "ratings without a scale": lambda n: "5 / " * (n // 4),
+    "sentences": lambda n: "Ada Lovelace was born. " * (n // 23),
+    "colons": lambda n: ":" * n,
+    "an instruction lead repeated": lambda n: "Answer with JSON only: " * (n // 23),
+}
+TYPED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "people": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "born": {"type": ["integer", "null"]}},
+            },
+        },
+        "email": {"type": "string"},
+        "when": {"type": "string", "format": "date"},
+        "stars": {"type": "integer"},
+        "sentiment": {"enum": ["positive", "negative", "neutral"]},
+        "summary": {"type": "string"},
+    },
+}
+
+
+@pytest.mark.parametrize("family", TYPED_FAMILIES)
+def test_a_typed_reply_costs_linear_time(family):
+    def reply(question: str) -> None:
+        typed.answer([("user", question)], None, None, typed.Wanted(TYPED_SCHEMA))
+
+    grew = growth(reply, TYPED_FAMILIES[family], 16000)  # larger: some quadratics hide in memmove
+    assert grew < 24, f"{family}: 8x the input cost {grew:.0f}x the CPU"
+
+
+def test_a_reply_by_instruction_costs_linear_time():
+    words = instruction(Schema.of(TYPED_SCHEMA))
+    assert growth(lambda q: typed.answer([("user", q)]), lambda n: "Aa " * (n // 3) + "\n\n" + words) < 24
+
+
+# Answers against `structured.parse`'s search for the JSON in a reply (client side).
+ANSWERS = {
+    "openers": lambda n: "[" * n,
+    "mismatched pairs": lambda n: "[}" * (n // 2),
+    "openers closed by the wrong bracket": lambda n: "[" * n + "}",
+    "an opener, then braces far away": lambda n: "[" + "x" * n + "{",
+    "many small arrays": lambda n: "[1] " * (n // 4),
+    "fences never closed": lambda n: "```\n" * (n // 4),
+    "a string never closed": lambda n: '{"a": "' + "x" * n,
+}
+
+
+@pytest.mark.parametrize("family", ANSWERS)
+def test_parsing_an_answer_costs_linear_time(family):
+    schema = Schema.of({"type": "object", "properties": {"stars": {"type": "integer"}}})
+    grew = growth(lambda answer: parse(answer, schema), ANSWERS[family])
+    assert grew < 24, f"{family}: 8x the answer cost {grew:.0f}x the CPU"
 
 
 def test_history_and_system_prompts_cost_linear_time():

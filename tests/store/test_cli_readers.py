@@ -40,7 +40,7 @@ def filled(home: Path) -> Path:
     for i, (model, prompt, reply, conv, error, cached) in enumerate(turns):
         n = i + 1
         usage = None if error else {"prompt_tokens": 10 * n, "completion_tokens": n, "total_tokens": 11 * n}
-        s.log(
+        s.record_exchange(
             "/v1/chat/completions", model, chat_body(prompt, model=model), text=reply, usage=usage,
             error=error, conversation=conv, cached=cached, latency=0.25, status=500 if error else 200,
             request_id=f"req-{i}", at=T0 + i * DAY / 2,

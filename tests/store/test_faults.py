@@ -56,7 +56,7 @@ def test_a_read_only_folder_turns_logging_off_with_one_line(locked_folder: Path,
     if existing:  # a log of nobody's, written before the folder became read-only
         os.chown(locked_folder, os.getuid(), os.getgid())
         s = Store(path)
-        s.log("/v1/chat/completions", "m", {"model": "m"}, text="root wrote this")
+        s.record_exchange("/v1/chat/completions", "m", {"model": "m"}, text="root wrote this")
         assert s.flush(30)
         s.close()
         for made in [locked_folder, *locked_folder.iterdir()]:
@@ -69,10 +69,10 @@ def test_a_read_only_folder_turns_logging_off_with_one_line(locked_folder: Path,
         os.setgid({NOBODY}); os.setuid({NOBODY})
         s = Store(path)
         for i in range(20):
-            s.log("/v1/chat/completions", "m", body(i), text="reply")
+            s.record_exchange("/v1/chat/completions", "m", body(i), text="reply")
             s.record_job("video", f"j{{i}}", prompt="waves")
         hit = s.lookup(cache_key("/v1/chat/completions", "m", body(0), None))
-        s.log("/v1/chat/completions", "m", body(99), text="after")
+        s.record_exchange("/v1/chat/completions", "m", body(99), text="after")
         assert s.flush(30)
         print(json.dumps({{"hit": hit is None, "off": s.off}}))
         """,
@@ -96,14 +96,14 @@ def test_a_full_disk_turns_logging_off_and_keeps_what_was_committed(tmp_path: Pa
         """
         import resource, signal
         s = Store(path)
-        s.log("/v1/chat/completions", "m", body(-1), text="before the limit")
+        s.record_exchange("/v1/chat/completions", "m", body(-1), text="before the limit")
         assert s.flush(30)
         # The file size limit makes every write past it fail (EFBIG), as a full disk does.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
         resource.setrlimit(resource.RLIMIT_FSIZE, (size + 200_000, size + 200_000))
         for i in range(300):
-            s.log("/v1/chat/completions", "m", body(i), text=f"{i} " + "lorem ipsum " * 2000)
+            s.record_exchange("/v1/chat/completions", "m", body(i), text=f"{i} " + "lorem ipsum " * 2000)
             assert s.flush(30)
             if s.off:
                 break
@@ -133,10 +133,10 @@ def test_a_corrupt_file_turns_logging_off_and_is_left_alone(tmp_path: Path):
     out = child(
         """
         s = Store(path)
-        s.log("/v1/chat/completions", "m", body(1), text="reply")
+        s.record_exchange("/v1/chat/completions", "m", body(1), text="reply")
         s.record_job("video", "j1", prompt="waves")
         hit = s.lookup("0" * 64)
-        s.log("/v1/chat/completions", "m", body(2), text="reply")
+        s.record_exchange("/v1/chat/completions", "m", body(2), text="reply")
         assert s.flush(30)
         try:
             s.logs()
@@ -170,7 +170,7 @@ WRITER = """
     def work(t):
         for i in range(250):
             usage = {"total_tokens": i}
-            s.log("/v1/chat/completions", "m", body(f"{name}-{t}-{i}"), text="reply", usage=usage)
+            s.record_exchange("/v1/chat/completions", "m", body(f"{name}-{t}-{i}"), text="reply", usage=usage)
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
     for t in threads: t.start()
     for t in threads: t.join()
@@ -220,7 +220,7 @@ def test_a_process_killed_mid_write_leaves_a_sound_file_with_what_it_committed(t
         i = 0
         while True:  # the writer commits without pause until the kill
             for _ in range(50):
-                s.log("/v1/chat/completions", "m", body(i), text="reply " * 200)
+                s.record_exchange("/v1/chat/completions", "m", body(i), text="reply " * 200)
                 i += 1
             s.flush()
             print(i, flush=True)  # all of these are committed
@@ -245,7 +245,7 @@ def test_a_process_killed_mid_write_leaves_a_sound_file_with_what_it_committed(t
     assert check == "ok"
     assert rows >= committed
     s = Store(path)  # and it goes on being used
-    s.log("/v1/chat/completions", "m", {"model": "m"}, text="after the kill")
+    s.record_exchange("/v1/chat/completions", "m", {"model": "m"}, text="after the kill")
     assert s.flush(30) and s.off is None
     assert s.logs(n=1)[0]["response"] == "after the kill"
     s.close()
@@ -257,7 +257,7 @@ def test_what_was_logged_is_committed_at_exit_without_a_flush(tmp_path: Path):
         """
         s = Store(path)
         for i in range(300):
-            s.log("/v1/chat/completions", "m", body(i), text="reply")
+            s.record_exchange("/v1/chat/completions", "m", body(i), text="reply")
         """,
         path,
     )
@@ -271,15 +271,16 @@ def test_a_forked_child_logs_through_a_writer_of_its_own(tmp_path: Path):
     out = child(
         """
         s = Store(path)
-        s.log("/v1/chat/completions", "m", body("parent-0"), text="before fork")  # the writer is running
+        # the writer is running
+        s.record_exchange("/v1/chat/completions", "m", body("parent-0"), text="before fork")
         pid = os.fork()
         if pid == 0:
             for i in range(5):
-                s.log("/v1/chat/completions", "m", body(f"child-{i}"), text="from the child")
+                s.record_exchange("/v1/chat/completions", "m", body(f"child-{i}"), text="from the child")
             ok = s.flush(30)
             os._exit(0 if ok and s.off is None else 1)
         for i in range(1, 6):
-            s.log("/v1/chat/completions", "m", body(f"parent-{i}"), text="from the parent")
+            s.record_exchange("/v1/chat/completions", "m", body(f"parent-{i}"), text="from the parent")
         _, status = os.waitpid(pid, 0)
         assert s.flush(30)
         print(os.waitstatus_to_exitcode(status))

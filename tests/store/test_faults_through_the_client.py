@@ -21,7 +21,7 @@ NOBODY = 65534
 # under /root, which nobody may read). The calls: plain, streamed, and with the cache.
 CALLS = """
     import json, os, sys
-    import gatecell.wire.client, gatecell.wire.journal, gatecell.connect
+    import gatecell.gateway, gatecell.journal, gatecell.connect
     import gatecell.store, gatecell.store.records, gatecell.store.queries, gatecell.store.report
     import httpx, httpcore, h11, idna, encodings.idna
     from gatecell import Gateway, store

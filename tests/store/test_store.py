@@ -31,13 +31,13 @@ def count(path: Path, table: str = "exchanges") -> int:
 
 
 def test_log_returns_while_the_file_is_locked_and_commits_in_batches(store: Store):
-    store.log(CHAT, "m", chat_body("first"), text="one")
+    store.record_exchange(CHAT, "m", chat_body("first"), text="one")
     assert store.flush(30)
     locker = sqlite3.connect(store.path, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")  # another process's write transaction, held open
     try:
         for i in range(200):
-            store.log(CHAT, "m", chat_body(f"prompt {i}"), text=f"reply {i}")
+            store.record_exchange(CHAT, "m", chat_body(f"prompt {i}"), text=f"reply {i}")
         # Every log() returned while no write could happen: nothing of them is in the file yet.
         assert locker.execute("SELECT count(*) FROM exchanges").fetchone()[0] == 1
     finally:
@@ -50,30 +50,30 @@ def test_log_returns_while_the_file_is_locked_and_commits_in_batches(store: Stor
 
 
 def test_logging_after_close_starts_a_new_writer(store: Store):
-    store.log(CHAT, "m", chat_body("before close"), text="one")
+    store.record_exchange(CHAT, "m", chat_body("before close"), text="one")
     store.close()
     assert count(store.path) == 1  # close flushed
-    store.log(CHAT, "m", chat_body("after close"), text="two")
+    store.record_exchange(CHAT, "m", chat_body("after close"), text="two")
     store.close()
-    store.log(CHAT, "m", chat_body("after the second close"), text="three")
+    store.record_exchange(CHAT, "m", chat_body("after the second close"), text="three")
     assert store.flush(30)
     assert [r["response"] for r in store.logs()] == ["three", "two", "one"]
 
 
 def test_an_entry_that_cannot_be_logged_costs_only_itself(store: Store, capsys: pytest.CaptureFixture[str]):
-    store.log(CHAT, "m", chat_body("fine before"), text="one")
-    store.log("/v1/images/generations", "img", {"prompt": "odd"}, media="not bytes")  # type: ignore[arg-type]
-    store.log(CHAT, "m", chat_body("fine after"), text="two")
+    store.record_exchange(CHAT, "m", chat_body("fine before"), text="one")
+    store.record_exchange("/v1/images/generations", "img", {"prompt": "odd"}, media="not bytes")  # type: ignore[arg-type]
+    store.record_exchange(CHAT, "m", chat_body("fine after"), text="two")
     assert store.flush(30) and store.off is None
     assert [r["prompt"] for r in store.logs()] == ["fine after", "fine before"]
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("gatecell: an exchange could not be logged (TypeError: ")
-    store.log(CHAT, "m", chat_body("still logging"), text="three")
+    store.record_exchange(CHAT, "m", chat_body("still logging"), text="three")
     assert store.flush(30) and len(store.logs()) == 3
 
 
 def test_values_the_fast_json_encoder_refuses_are_still_logged(store: Store):
-    store.log(
+    store.record_exchange(
         CHAT, "m", {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tag": b"\xff"}, text="ok"
     )
     assert store.flush(30) and store.off is None
@@ -90,8 +90,10 @@ def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, mon
         return real(text, *secrets)  # type: ignore[arg-type]
 
     monkeypatch.setattr(gatecell.store.records, "redact", spy)
-    store.log(CHAT, "m", chat_body("hello"), text="world")  # nothing like a key: not even scanned twice
-    store.log(CHAT, "m", chat_body("hello"), text="your key sk-live-0123456789abcdef is echoed")
+    store.record_exchange(
+        CHAT, "m", chat_body("hello"), text="world"
+    )  # nothing like a key: not even scanned twice
+    store.record_exchange(CHAT, "m", chat_body("hello"), text="your key sk-live-0123456789abcdef is echoed")
     assert threads == []  # the caller's thread did none of it
     assert store.flush(30)
     assert threads and set(threads) == {"gatecell-store"}
@@ -100,7 +102,7 @@ def test_redaction_and_serialising_happen_in_the_writer_thread(store: Store, mon
 
 def test_the_writer_reads_a_snapshot_of_the_callers_dict(store: Store):
     body = {"model": "m", "messages": [{"role": "user", "content": "original"}]}
-    store.log(CHAT, "m", body, text="reply")
+    store.record_exchange(CHAT, "m", body, text="reply")
     body["messages"].append({"role": "assistant", "content": "later"})
     body["messages"][0]["content"] = "changed"
     assert store.flush(30)
@@ -114,14 +116,20 @@ def test_lookup_gives_the_newest_complete_answer_never_an_error_partial_or_repla
     common = dict(gateway=GW, status=200, latency=0.5)
     usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
     raw = {"id": "cmpl-2", "choices": [{"message": {"role": "assistant", "content": "4"}}], "usage": usage}
-    store.log(CHAT, "gpt-test", body, text="four", request_id="req-1", at=T0, **common)
-    store.log(
+    store.record_exchange(CHAT, "gpt-test", body, text="four", request_id="req-1", at=T0, **common)
+    store.record_exchange(
         CHAT, "gpt-test", body, text="4", reasoning="added", usage=usage, response=raw, request_id="req-2",
         at=T0 + 1, **common,
     )  # fmt: skip
-    store.log(CHAT, "gpt-test", body, text="4 and m", partial=True, request_id="req-3", at=T0 + 2, **common)
-    store.log(CHAT, "gpt-test", body, error="500 from POST: boom", status=500, at=T0 + 3, gateway=GW)
-    store.log(CHAT, "gpt-test", body, text="4", cached=True, request_id="req-2", at=T0 + 4, **common)
+    store.record_exchange(
+        CHAT, "gpt-test", body, text="4 and m", partial=True, request_id="req-3", at=T0 + 2, **common
+    )
+    store.record_exchange(
+        CHAT, "gpt-test", body, error="500 from POST: boom", status=500, at=T0 + 3, gateway=GW
+    )
+    store.record_exchange(
+        CHAT, "gpt-test", body, text="4", cached=True, request_id="req-2", at=T0 + 4, **common
+    )
     assert store.flush(30)
 
     hit = store.lookup(key)
@@ -134,9 +142,11 @@ def test_lookup_gives_the_newest_complete_answer_never_an_error_partial_or_repla
 
 def test_errors_and_partial_replies_are_never_answers(store: Store):
     body = chat_body("never cached")
-    store.log(CHAT, "gpt-test", body, gateway=GW, error="429 from POST /v1/chat/completions: slow down")
-    store.log(CHAT, "gpt-test", body, gateway=GW, status=503)  # an error status without a line
-    store.log(CHAT, "gpt-test", body, gateway=GW, text="half a rep", partial=True)
+    store.record_exchange(
+        CHAT, "gpt-test", body, gateway=GW, error="429 from POST /v1/chat/completions: slow down"
+    )
+    store.record_exchange(CHAT, "gpt-test", body, gateway=GW, status=503)  # an error status without a line
+    store.record_exchange(CHAT, "gpt-test", body, gateway=GW, text="half a rep", partial=True)
     assert store.flush(30)
     assert store.lookup(cache_key(CHAT, "gpt-test", body, GW)) is None
     assert [r["error"] for r in store.logs(n=0) if r["error"]] == [
@@ -146,7 +156,9 @@ def test_errors_and_partial_replies_are_never_answers(store: Store):
 
 
 def test_a_streamed_reply_answers_the_same_request_unstreamed(store: Store):
-    store.log(CHAT, "gpt-test", chat_body("stream me", stream=True), gateway=GW, text="streamed text")
+    store.record_exchange(
+        CHAT, "gpt-test", chat_body("stream me", stream=True), gateway=GW, text="streamed text"
+    )
     assert store.flush(30)
     hit = store.lookup(cache_key(CHAT, "gpt-test", chat_body("stream me"), GW))
     assert hit is not None and hit.text == "streamed text" and hit.response is None
@@ -155,8 +167,8 @@ def test_a_streamed_reply_answers_the_same_request_unstreamed(store: Store):
 def test_a_lookup_sees_what_this_process_logged_just_before(store: Store):
     body = chat_body("just now")
     for i in range(50):
-        store.log(CHAT, "gpt-test", chat_body(f"filler {i}"), gateway=GW, text="x")
-    store.log(CHAT, "gpt-test", body, gateway=GW, text="fresh")
+        store.record_exchange(CHAT, "gpt-test", chat_body(f"filler {i}"), gateway=GW, text="x")
+    store.record_exchange(CHAT, "gpt-test", body, gateway=GW, text="fresh")
     hit = store.lookup(cache_key(CHAT, "gpt-test", body, GW))  # no flush in between
     assert hit is not None and hit.text == "fresh"
 
@@ -166,15 +178,19 @@ def test_a_lookup_waits_only_for_pending_writes_that_could_answer_it(
 ):
     monkeypatch.setattr(gatecell.store.store, "_LOOKUP_WAIT", 600.0)  # a wait would be a hang
     answered = chat_body("answered before")
-    store.log(CHAT, "gpt-test", answered, gateway=GW, text="logged")
+    store.record_exchange(CHAT, "gpt-test", answered, gateway=GW, text="logged")
     assert store.flush(30)
     key = cache_key(CHAT, "gpt-test", answered, GW)
     locker = sqlite3.connect(store.path, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")  # the writer cannot commit while this is held
     try:
         # A replay of that answer, and a failure, are pending: neither can answer anything ...
-        store.log(CHAT, "gpt-test", answered, gateway=GW, text="logged", cached=True, cache_key=key)
-        store.log(CHAT, "gpt-test", chat_body("failed"), gateway=GW, error="500 from gateway", status=500)
+        store.record_exchange(
+            CHAT, "gpt-test", answered, gateway=GW, text="logged", cached=True, cache_key=key
+        )
+        store.record_exchange(
+            CHAT, "gpt-test", chat_body("failed"), gateway=GW, error="500 from gateway", status=500
+        )
         found: list = []
         lookup = threading.Thread(target=lambda: found.append(store.lookup(key)))
         lookup.start()
@@ -183,7 +199,7 @@ def test_a_lookup_waits_only_for_pending_writes_that_could_answer_it(
         assert locker.execute("SELECT count(*) FROM exchanges").fetchone()[0] == 1  # still pending
         # One that could be the answer (its key not known yet) is waited for: until the COMMIT.
         fresh = chat_body("fresh")
-        store.log(CHAT, "gpt-test", fresh, gateway=GW, text="new")
+        store.record_exchange(CHAT, "gpt-test", fresh, gateway=GW, text="new")
         waiting = threading.Thread(
             target=lambda: found.append(store.lookup(cache_key(CHAT, "gpt-test", fresh, GW)))
         )
@@ -210,7 +226,7 @@ def test_no_key_reaches_the_file(store: Store):
         "messages": [{"role": "user", "content": f"is {shaped} or {custom.reveal()} my key?"}],
         "metadata": {"note": custom.reveal()},
     }
-    store.log(
+    store.record_exchange(
         CHAT,
         "m",
         body,
@@ -251,8 +267,14 @@ def test_media_bytes_only_with_log_media(home: Path):
     image_reply = {"data": [{"b64_json": "aGVsbG8="}]}
     for log_media in (False, True):
         s = Store(home / f"media-{log_media}.db", log_media=log_media)
-        s.log("/v1/images/generations", "img", {"model": "img", "prompt": "a lighthouse"}, media=png,
-              media_type="image/png", response=image_reply)  # fmt: skip
+        s.record_exchange(
+            "/v1/images/generations",
+            "img",
+            {"model": "img", "prompt": "a lighthouse"},
+            media=png,
+            media_type="image/png",
+            response=image_reply,
+        )
         assert s.flush(30)
         s.close()
         with sqlite3.connect(s.path) as conn:
@@ -303,8 +325,10 @@ def _fill_for_queries(store: Store) -> None:
         ("gpt-a", "Name three colours", "red, green, blue", None),
     ]
     for i, (model, prompt, reply, conv) in enumerate(rows):
-        store.log(CHAT, model, chat_body(prompt, model=model), text=reply, conversation=conv, at=T0 + i)
-    store.log(
+        store.record_exchange(
+            CHAT, model, chat_body(prompt, model=model), text=reply, conversation=conv, at=T0 + i
+        )
+    store.record_exchange(
         CHAT, "gpt-a", chat_body("broken", model="gpt-a"), error="500: down", conversation="trip", at=T0 + 9
     )
     assert store.flush(30)
@@ -343,7 +367,7 @@ def test_rows_are_indexed_when_searched_not_when_written(store: Store):
     assert indexed() == 0  # the writer left the index alone
     assert [r["prompt"] for r in store.logs(q="lighthouse", n=1)] == ["And in the morning?"]
     assert indexed() == 5
-    store.log(CHAT, "gpt-a", chat_body("a lighthouse keeper"), text="kept")
+    store.record_exchange(CHAT, "gpt-a", chat_body("a lighthouse keeper"), text="kept")
     assert store.flush(30) and indexed() == 5
     assert [r["prompt"] for r in store.logs(q="keeper")] == ["a lighthouse keeper"]
     assert indexed() == 6
@@ -368,8 +392,15 @@ def test_search_without_fts5_falls_back_to_like(home: Path, monkeypatch: pytest.
 
 def test_conversation_turns_in_order_without_failures(store: Store):
     _fill_for_queries(store)
-    store.log(CHAT, "gpt-a", chat_body("cut short", model="gpt-a"), text="I was say", partial=True,
-              conversation="trip", at=T0 + 10)  # fmt: skip
+    store.record_exchange(
+        CHAT,
+        "gpt-a",
+        chat_body("cut short", model="gpt-a"),
+        text="I was say",
+        partial=True,
+        conversation="trip",
+        at=T0 + 10,
+    )
     assert store.flush(30)
     turns = store.conversation("trip")
     assert [(t["prompt"], t["response"], t["partial"]) for t in turns] == [
@@ -402,7 +433,7 @@ USAGES = {  # endpoint -> (usage as that API sends it, (prompt, completion, reas
 
 def test_usage_shapes_are_read_into_the_token_columns(store: Store):
     for endpoint, (usage, _) in USAGES.items():
-        store.log(endpoint, "m", {"model": "m"}, text="ok", usage=usage)
+        store.record_exchange(endpoint, "m", {"model": "m"}, text="ok", usage=usage)
     assert store.flush(30)
     by_endpoint = {r["endpoint"]: r["usage"] for r in store.logs(n=0)}
     for endpoint, (_, (p, c, r, t)) in USAGES.items():
@@ -421,7 +452,9 @@ def test_usage_per_model_per_day_with_costs_only_where_priced(store: Store, tmp_
     ]
     for at, model, p, c, cached, error in plan:
         usage = None if error else {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
-        store.log(CHAT, model, {"model": model}, text="x", usage=usage, cached=cached, error=error, at=at)
+        store.record_exchange(
+            CHAT, model, {"model": model}, text="x", usage=usage, cached=cached, error=error, at=at
+        )
     assert store.flush(30)
     prices_file = tmp_path / "prices.json"
     prices_file.write_text(json.dumps({"gpt-a": {"input": 2.5, "output": 10}}))
@@ -486,7 +519,7 @@ def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: P
     assert s.lookup("k1") is not None and s.lookup("k1").text == "old reply"  # type: ignore[union-attr]
     job = s.job("v9")
     assert job is not None and job.state == "running"
-    s.log(CHAT, "gpt-a", chat_body("new"), text="new reply")
+    s.record_exchange(CHAT, "gpt-a", chat_body("new"), text="new reply")
     assert s.flush(30)
     assert [r["prompt"] for r in s.logs(n=0)] == ["new", "second", "old lighthouse prompt"]
     s.close()
@@ -496,7 +529,7 @@ def test_a_file_from_a_newer_gatecell_is_used_as_it_is(store: Store):
     conn = connect(store.path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    store.log(CHAT, "m", chat_body("still works"), text="yes")
+    store.record_exchange(CHAT, "m", chat_body("still works"), text="yes")
     assert store.flush(30) and store.off is None
     assert [r["prompt"] for r in store.logs()] == ["still works"]
     with sqlite3.connect(store.path) as conn:
@@ -504,7 +537,7 @@ def test_a_file_from_a_newer_gatecell_is_used_as_it_is(store: Store):
 
 
 def test_the_file_is_wal_with_a_busy_timeout(store: Store):
-    store.log(CHAT, "m", chat_body("x"), text="y")
+    store.record_exchange(CHAT, "m", chat_body("x"), text="y")
     assert store.flush(30)
     conn = connect(store.path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -520,11 +553,11 @@ def test_settings_switches(home: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("GATECELL_LOG_MEDIA", "yes")
     assert (settings().cache, settings().log_media) == (True, True)
     monkeypatch.setenv("GATECELL_LOG", "maybe")
-    with pytest.raises(ConfigError, match="^GATECELL_LOG must be 1 or 0"):
+    with pytest.raises(ConfigError, match="^GATECELL_LOG must be one of 1, true, yes, on, 0, false, no, off"):
         settings()
     monkeypatch.setenv("GATECELL_LOG", "0")
     off = default_store()
-    off.log(CHAT, "m", chat_body("not logged"), text="no")
+    off.record_exchange(CHAT, "m", chat_body("not logged"), text="no")
     off.record_job("video", "j", prompt="no")
     assert off.flush(5) and not home.exists()  # nothing written, no file made
     monkeypatch.setenv("GATECELL_LOG", "1")
@@ -542,7 +575,7 @@ def test_default_home_is_the_platform_user_data_folder(tmp_path: Path):
 
 def test_gatecell_logs_is_a_lazy_export(home: Path):
     s = Store(home / "gatecell.db")
-    s.log(CHAT, "m", chat_body("via gatecell.logs"), text="found")
+    s.record_exchange(CHAT, "m", chat_body("via gatecell.logs"), text="found")
     assert s.flush(30)
     s.close()
     script = """

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fault_server import KEY, FaultServer
 
-from gatecell.wire.client import AsyncGateway, Gateway
+from gatecell.gateway import AsyncGateway, Gateway
 
 # Fast retries: the tests check that waits are asked for, not that time passes.
 FAST = {"backoff": 0.001, "retry_after_cap": 0.2, "stream_idle_timeout": 5.0, "timeout": 10.0}

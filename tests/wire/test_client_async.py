@@ -8,7 +8,7 @@ import logging
 import pytest
 from fault_server import MP4, PNG
 
-from gatecell.wire.client import AsyncChatStream, AsyncGateway
+from gatecell.gateway import AsyncChatStream, AsyncGateway
 from gatecell.wire.errors import GatecellError, RateLimitError, StreamError, StreamTimeoutError
 from gatecell.wire.schemas import ChatCompletion
 
@@ -41,8 +41,8 @@ def test_native_streams_models_image_speech(make):
         messages = await gw.messages("m", HI, stream=True)
         gc = await gw.generate_content("g", "x", stream=True)
         return (
-            await messages.read(),
-            await gc.read(),
+            await messages.aread(),
+            await gc.aread(),
             (await gw.responses("r", "q")).text,
             (await gw.models()).ids,
             [await m.aread() for m in (await gw.image("i", "cat")).images],
@@ -90,7 +90,7 @@ def test_retries_and_reasoning_routing(make, fault, caplog):
     async def reasoner(gw: AsyncGateway):
         first = await gw.chat("deep-thinker", HI)
         stream = await gw.chat("deep-thinker", HI, stream=True)
-        return first.text, await stream.read()
+        return first.text, await stream.aread()
 
     assert run(make, "reasoner", reasoner) == ("Forty-two.", "Forty-two.")
 
@@ -108,7 +108,7 @@ def test_broken_streams(make):
     async def idle(gw: AsyncGateway):
         stream = await gw.chat("m", HI, stream=True)
         with pytest.raises(StreamTimeoutError) as caught:
-            await stream.read()
+            await stream.aread()
         return caught.value.partial_text
 
     assert run(make, "keepalive-after", idle, stream_idle_timeout=0.3) == "Hello"
@@ -116,7 +116,7 @@ def test_broken_streams(make):
     async def error(gw: AsyncGateway):
         stream = await gw.chat("m", HI, stream=True)
         with pytest.raises(StreamError, match="upstream overloaded"):
-            await stream.read()
+            await stream.aread()
         return stream.text
 
     assert run(make, "stream-error", error) == "Partial"

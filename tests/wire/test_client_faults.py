@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import socket
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from fault_server import KEY, MP4, PNG
 
-from gatecell.wire.client import Gateway
+from gatecell.gateway import Gateway
 from gatecell.wire.errors import (
     APIConnectionError,
     APIError,
@@ -26,6 +27,7 @@ from gatecell.wire.errors import (
     ServerError,
     StreamError,
     StreamTimeoutError,
+    echo,
 )
 from gatecell.wire.jobs import JobPaths
 from gatecell.wire.schemas import ChatCompletion
@@ -163,7 +165,7 @@ def test_jobs_imagine_music_video(make, fault):
     assert song.status == "succeeded" and song.media[0].url.endswith("/files/song.mp3")
     video = gw.video("vid", "waves")
     assert (video.id, video.status, video.progress) == ("video_1", "queued", 0.0)
-    polled = gw.job("video", "video_1")
+    polled = gw.job("video_1", kind="video")
     assert polled.status == "running" and polled.progress == 50.0
     done = gw.wait(polled, interval=0.01)
     assert done.media[0].data == MP4
@@ -185,7 +187,7 @@ def test_job_failures(make):
 
 def test_unknown_job_shape_is_kept_raw(make):
     gw = make("ok", job_paths=JobPaths(imagine_fetch="/odd/fetch/{id}"))
-    job = gw.job("imagine", "x1")
+    job = gw.job("x1", kind="imagine")
     assert job.status == "running" and job.raw == {"state": "weird-state", "percent": 3} and job.media == []
 
 
@@ -207,7 +209,8 @@ def test_unknown_job_shape_is_kept_raw(make):
         (lambda gw: gw.speech("t", "alloy", ""), r"input: must not be empty"),
         (lambda gw: gw.responses("r", ""), r"input: must not be empty"),
         (lambda gw: gw.generate_content("", "x"), r"model: must not be empty"),
-        (lambda gw: gw.job("painting", "1"), r"kind: must be one of imagine, music, video"),
+        (lambda gw: gw.job("1", kind="painting"), r"kind: must be one of imagine, music, video"),
+        (lambda gw: gw.job("..", kind="video"), r"id: not a job id"),
     ],
 )
 def test_bad_input_fails_before_any_request(make, fault, call, message):
@@ -216,6 +219,35 @@ def test_bad_input_fails_before_any_request(make, fault, call, message):
         call(gw)
     assert "\n" not in str(caught.value)
     assert fault.seen(gw.token) == []
+
+
+def test_a_huge_value_is_echoed_cut_short(make, fault):
+    gw = make("ok")
+    prompt = "Summarise this: " + "lorem ipsum " * 1700  # about 20 KB, passed where temperature goes
+    with pytest.raises(InvalidRequest) as caught:
+        gw.chat("m", HI, prompt)
+    assert str(caught.value) == (
+        "temperature: input should be a valid number, unable to parse string as a number, "
+        f"got {repr(prompt)[:80]}… ({len(repr(prompt)):,} characters)"
+    )
+    assert fault.seen(gw.token) == []
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        ("short", "'short'"),
+        ("x" * 78, repr("x" * 78)),  # 80 characters with its quotes: whole
+        ("x" * 79, f"'{'x' * 79}… (81 characters)"),
+        (list(range(40)), f"{repr(list(range(40)))[:80]}… (150 characters)"),
+        (
+            functools.reduce(lambda inner, _: [inner], range(100_000), []),
+            "[[[[[[[...]]]]]]]",
+        ),  # too deep for repr
+    ],
+)
+def test_an_echoed_value_is_at_most_80_characters_and_says_how_long_it_was(value, shown):
+    assert echo(value) == shown
 
 
 def test_config(monkeypatch):
@@ -237,9 +269,9 @@ def test_numbers_come_from_the_environment_when_not_given(make, fault, monkeypat
     with pytest.raises(ServerError):
         gw.chat("m", HI)
     assert len(fault.seen(gw.token)) == 1
-    assert gw.stream_idle_timeout == 5.0  # an explicit argument wins over the environment
+    assert gw.options.stream_idle_timeout == 5.0  # an explicit argument wins over the environment
     quiet = Gateway(f"{fault.url}/s/silent/x", KEY)
-    assert quiet.stream_idle_timeout == 0.3 and quiet.retry.max_retries == 0
+    assert quiet.options.stream_idle_timeout == 0.3 and quiet.options.retry.max_retries == 0
     quiet.close()
     monkeypatch.setenv("GATECELL_TIMEOUT", "soon")
     with pytest.raises(ConfigError, match="^GATECELL_TIMEOUT must be a non-negative number, got 'soon'$"):

@@ -9,23 +9,26 @@ import asyncio
 import logging
 import re
 import tracemalloc
+import uuid
 from typing import Any
 
 import pytest
 from fault_server import KEY
+from recording import recording
 
+from gatecell.gateway import AsyncGateway, Gateway
 from gatecell.wire import secret
-from gatecell.wire.client import AsyncGateway, Gateway
+from gatecell.wire.calls import Outcome
 from gatecell.wire.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
+    InvalidRequest,
     NotFoundError,
     ResponseTooLargeError,
     StreamError,
     StreamTooLargeError,
 )
-from gatecell.wire.exchange import Outcome
 
 HI = [{"role": "user", "content": "hi"}]
 CAP = 2**20  # 1 MiB for these tests
@@ -45,7 +48,7 @@ def test_an_endless_json_body_stops_at_the_cap_while_it_streams(make, fault):
     try:
         with pytest.raises(
             ResponseTooLargeError,
-            match=r"^response too large from POST /s/huge-json/\w+/v1/"
+            match=r"^response too large from POST /v1/"
             r"images/generations: the body " + MESSAGE,
         ) as caught:
             gw.image("i", "a cat")
@@ -93,7 +96,7 @@ def test_the_async_client_reads_through_the_same_caps(make):
         async with make("huge-stream", asynchronous=True, max_response_bytes=CAP) as gw:
             stream = await gw.chat("m", HI, stream=True)
             with pytest.raises(StreamTooLargeError) as streamed:
-                await stream.read()
+                await stream.aread()
         return body.value, streamed.value
 
     body, streamed = _run(main())
@@ -111,7 +114,7 @@ def test_no_compression_is_asked_for_and_a_compressed_body_is_refused(make, faul
     gw = make("compressed", max_retries=0)
     with pytest.raises(
         APIError,
-        match=r"^200 from POST /s/compressed/\w+/v1/chat/completions: the body came "
+        match=r"^200 from POST /v1/chat/completions: the body came "
         r"compressed \(gzip\) though the client asked for none",
     ):
         gw.chat("m", HI)
@@ -216,19 +219,6 @@ def test_litellm_request_ids_and_fastapi_error_bodies(make):
 # -- one outcome per call, in both clients ---------------------------------------------------
 
 
-def recording(cls: type) -> type:
-    class Recording(cls):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.outcomes: list[Outcome] = []
-            super().__init__(*args, **kwargs)
-
-        def _record(self, outcome: Outcome) -> None:
-            self.outcomes.append(outcome)
-            super()._record(outcome)
-
-    return Recording
-
-
 def summary(outcomes: list[Outcome]) -> list[tuple[str, str, str | None, bool]]:
     return [
         (o.call.path, type(o.result).__name__, type(o.error).__name__ if o.error else None, o.partial)
@@ -251,7 +241,8 @@ EXPECTED = [
 
 def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
     caplog.set_level(logging.DEBUG, logger="gatecell")
-    with recording(Gateway)(f"{fault.url}/s/ok/outcomes-sync", KEY) as gw:
+    with Gateway(f"{fault.url}/s/ok/outcomes-sync", KEY) as gw:
+        recorder = recording(gw)
         gw.chat("m", HI)
         gw.chat("m", HI, stream=True).read()
         with gw.messages("m", HI, stream=True) as early:
@@ -262,7 +253,7 @@ def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
         gw.api_key = "sk-wrong-key-000000000"
         with pytest.raises(AuthenticationError):
             gw.chat("m", HI)
-        found = summary(gw.outcomes)
+        found = summary(recorder.outcomes)
     assert found == [(p, r.format(stream="ChatStream", text="TextStream"), e, x) for p, r, e, x in EXPECTED]
     lines = [m for m in caplog.messages if " -> " in m]  # the one DEBUG line of each outcome
     assert len(lines) == len(EXPECTED)
@@ -279,9 +270,10 @@ def test_every_call_of_the_sync_client_ends_in_one_outcome(fault, caplog):
 
 def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too(fault):
     async def main() -> list[Outcome]:
-        async with recording(AsyncGateway)(f"{fault.url}/s/ok/outcomes-async", KEY) as gw:
+        async with AsyncGateway(f"{fault.url}/s/ok/outcomes-async", KEY) as gw:
+            recorder = recording(gw)
             await gw.chat("m", HI)
-            await (await gw.chat("m", HI, stream=True)).read()
+            await (await gw.chat("m", HI, stream=True)).aread()
             early = await gw.messages("m", HI, stream=True)
             async with early:
                 async for _ in early:
@@ -292,15 +284,55 @@ def test_every_call_of_the_async_client_ends_in_one_outcome_and_a_cut_stream_too
             gw.api_key = "sk-wrong-key-000000000"
             with pytest.raises(AuthenticationError):
                 await gw.chat("m", HI)
-            outcomes = gw.outcomes
-        async with recording(AsyncGateway)(f"{fault.url}/s/cut/outcomes-cut", KEY) as cut:
+            outcomes = recorder.outcomes
+        async with AsyncGateway(f"{fault.url}/s/cut/outcomes-cut", KEY) as cut:
+            cut_recorder = recording(cut)
             stream = await cut.chat("m", HI, stream=True)
             with pytest.raises(StreamError):
-                await stream.read()
-            return outcomes + cut.outcomes
+                await stream.aread()
+            return outcomes + cut_recorder.outcomes
 
     found = summary(_run(main()))
     expected = [
         (p, r.format(stream="AsyncChatStream", text="AsyncTextStream"), e, x) for p, r, e, x in EXPECTED
     ]
     assert found == [*expected, ("/v1/chat/completions", "AsyncChatStream", "StreamError", True)]
+
+
+# -- where requests go: the base address's query, job ids -------------------------------------
+
+
+def test_a_base_address_with_a_query_keeps_it_on_every_request(fault):
+    token = uuid.uuid4().hex[:12]
+    with Gateway(f"{fault.url}/s/ok/{token}/v1?api-version=2024-06-01", KEY, max_retries=0) as gw:
+        assert gw.base_url == f"{fault.url}/s/ok/{token}"
+        gw.chat("m", HI)
+        gw.models()
+        gw.generate_content("g", "x", stream=True).read()
+        assert gw.map("say {item}", ["a"], model="m", progress=False, cache=False).errors == {}
+    assert [r.path for r in fault.seen(token)] == [
+        "/v1/chat/completions?api-version=2024-06-01",
+        "/v1/models?api-version=2024-06-01",
+        "/v1beta/models/g:streamGenerateContent?alt=sse&api-version=2024-06-01",
+        "/v1/chat/completions?api-version=2024-06-01",
+    ]
+
+
+@pytest.mark.parametrize(
+    "job_id, path",
+    [
+        ("../../admin/keys?x=1#f", "/v1/videos/..%2F..%2Fadmin%2Fkeys%3Fx%3D1%23f"),
+        ("a/../../b", "/v1/videos/a%2F..%2F..%2Fb"),
+        ("v 1\r\nx: y", "/v1/videos/v%201%0D%0Ax%3A%20y"),
+    ],
+)
+def test_a_job_id_changes_neither_the_path_nor_the_query(make, fault, job_id, path):
+    gw = make("ok", max_retries=0)
+    with pytest.raises(NotFoundError):
+        gw.job(job_id, kind="video")
+    (request,) = fault.seen(gw.token)
+    assert (request.method, request.path) == ("GET", path)
+    for dots in (".", "..", ""):
+        with pytest.raises(InvalidRequest, match=r"^id: not a job id"):
+            gw.job(dots, kind="video")
+    assert len(fault.seen(gw.token)) == 1

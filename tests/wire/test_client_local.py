@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gatecell.wire.client import AsyncGateway, Gateway
+from gatecell.gateway import AsyncGateway, Gateway
 from gatecell.wire.errors import NotFoundError
 
 HI = [{"role": "user", "content": "Hello there"}]
@@ -70,7 +70,7 @@ def test_jobs(gw):
     assert song.status == "succeeded" and song.media and song.media[0].data
     video = gw.video("local-video", "waves", wait=True, interval=0.1)
     assert video.media[0].mime == "video/mp4"
-    assert gw.job("video", video.id).status == "succeeded"
+    assert gw.job(video.id, kind="video").status == "succeeded"
 
 
 def test_errors_from_the_gateway(gw):

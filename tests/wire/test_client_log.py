@@ -17,8 +17,8 @@ import pytest
 from fault_server import KEY, PNG, WAV
 
 from gatecell import store
+from gatecell.journal import call_context
 from gatecell.store.keys import gateway_address
-from gatecell.wire.context import call_context
 from gatecell.wire.errors import APIError, InvalidRequest, StreamError
 from gatecell.wire.streams import AsyncChatStream, ChatStream, TextStream
 
@@ -316,7 +316,6 @@ def test_a_job_is_picked_up_by_its_id_alone(make, fault):
         later.job(submitted.id)  # ... but another gateway address: said so
     assert gateway_address(gw.base_url) in str(elsewhere.value)
     assert gw.job(submitted.id).kind == "music"  # the kind comes from the log
-    assert gw.job("music", submitted.id).id == submitted.id  # the older order still works
     with pytest.raises(InvalidRequest, match="kind"):
         gw.job("never-submitted")
 

@@ -110,7 +110,7 @@ def test_async_errors_are_masked_too(make):
                 await gw.chat("m", HI)
             stream = await gw.chat("m", HI, stream=True)
             with pytest.raises(StreamError) as second:
-                await stream.read()
+                await stream.aread()
             return first.value, second.value
 
     errors = asyncio.run(main())

@@ -5,18 +5,20 @@ tests/thirdparty runs the same against a real LiteLLM; these pin each shape with
 
 from __future__ import annotations
 
-import httpx
+import json
+
 import pytest
 
-from gatecell.wire.error_mapping import api_error
-from gatecell.wire.exchange import Call
-from gatecell.wire.results import request_id_of
+from gatecell.wire.errors import api_error
+from gatecell.wire.http import Headers, Request, Response, request_id_of
 
 HINT = "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
 
 
 def error(status: int, body: object, **headers: str):
-    return api_error(httpx.Response(status, json=body, headers=headers), None, Call("POST", "/v1/x"))
+    request = Request("POST", "http://gw.test/v1/x", Headers())
+    answer = Response(status, Headers(headers), request, content=json.dumps(body).encode())
+    return api_error(answer, None, "POST", "/v1/x")
 
 
 @pytest.mark.parametrize(
@@ -41,8 +43,8 @@ def test_fastapi_detail_bodies_are_one_line(body, message):
 
 
 def test_litellm_call_id_is_the_request_id():
-    assert request_id_of(httpx.Headers({"x-litellm-call-id": "c-1"})) == "c-1"
-    assert request_id_of(httpx.Headers({"x-litellm-call-id": "c-1", "x-request-id": "r-1"})) == "r-1"
+    assert request_id_of(Headers({"x-litellm-call-id": "c-1"})) == "c-1"
+    assert request_id_of(Headers({"x-litellm-call-id": "c-1", "x-request-id": "r-1"})) == "r-1"
     assert "(request id c-1)" in str(error(400, {"detail": "no"}, **{"x-litellm-call-id": "c-1"}))
 
 

@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
-import httpx
 import pytest
+from recording import recording
 
-from gatecell.wire.client import JSON_CAP, MEDIA_CAP, Gateway
+from gatecell.gateway import Gateway
+from gatecell.wire.calls import JSON_CAP, MEDIA_CAP, Options
 from gatecell.wire.conversation import to_responses
+from gatecell.wire.endpoints import Programs
 from gatecell.wire.errors import (
     APIConnectionError,
     APIError,
@@ -26,11 +28,10 @@ from gatecell.wire.errors import (
     StreamError,
     error_message,
 )
-from gatecell.wire.exchange import Call, Command, Outcome, Read, Send, Sleep
+from gatecell.wire.exchange import Call, Command, Read, RetryPolicy, Send, Sleep
+from gatecell.wire.http import Headers, Response, TransportError, request_id_of, retry_after
 from gatecell.wire.jobs import JobPaths, job_state, submitted_id
-from gatecell.wire.limits import LIMITS
-from gatecell.wire.results import Audio, ModelList, Reply, request_id_of, sniff
-from gatecell.wire.retry import RetryPolicy, retry_after
+from gatecell.wire.results import Audio, ModelList, Reply, sniff
 from gatecell.wire.routing import Router, to_chat
 from gatecell.wire.schemas import usage_of
 from gatecell.wire.secret import redact
@@ -289,33 +290,50 @@ REFUSAL = {
 }
 
 
-class Programs(Gateway):
-    """A `Gateway` whose methods hand back their request program instead of running it,
-    and which keeps every outcome it is told of."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.outcomes: list[Outcome] = []
-        super().__init__(*args, **kwargs)
-
-    def _run(self, program: Any) -> Any:
-        return program
-
-    def _record(self, outcome: Outcome) -> None:
-        self.outcomes.append(outcome)
+def programs(*, reasoning_patterns: Any = None, **options: Any) -> Programs:
+    """Endpoints whose methods hand back their request program instead of running it, and
+    which keep every outcome they are told of (in ``.outcomes``)."""
+    made = Programs(BASE, KEY, options=Options.resolve(**options), reasoning_patterns=reasoning_patterns)
+    made.outcomes = recording(made).outcomes  # type: ignore[attr-defined]
+    return made
 
 
 @pytest.fixture
-def gw() -> Iterator[Programs]:
-    with Programs(BASE, KEY) as gw:
-        yield gw
+def gw() -> Programs:
+    return programs()
 
 
-def answer(command: Command, status: int = 200, json: Any = None, headers: dict | None = None, content=b""):
-    """A made-up response to the `Send` ``command``."""
+class Unread:
+    """A body still on its connection, as a driver hands it over."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.content
+
+    def close(self) -> None:
+        pass
+
+
+def answer(
+    command: Command,
+    status: int = 200,
+    json: Any = None,
+    headers: dict | None = None,
+    content: bytes = b"",
+    *,
+    unread: bool = False,
+) -> Response:
+    """A made-up response to the `Send` ``command`` (its body already read, unless ``unread``)."""
     assert isinstance(command, Send), command
+    fields = dict(headers or {})
     if json is not None:
-        return httpx.Response(status, json=json, headers=headers, request=command.request)
-    return httpx.Response(status, content=content, headers=headers, request=command.request)
+        content = pyjson.dumps(json).encode()
+        fields.setdefault("content-type", "application/json")
+    if unread:
+        return Response(status, Headers(fields), command.request, body=Unread(content))  # type: ignore[arg-type]
+    return Response(status, Headers(fields), command.request, content=content)
 
 
 def finish(program: Any, value: Any) -> Any:
@@ -328,7 +346,7 @@ def finish(program: Any, value: Any) -> Any:
 def sent(command: Command) -> tuple[str, str, Any]:
     assert isinstance(command, Send), command
     request = command.request
-    return request.method, str(request.url), pyjson.loads(request.content) if request.content else None
+    return request.method, request.url, pyjson.loads(request.body) if request.body else None
 
 
 def test_retries_wait_the_backoff_then_what_the_gateway_asks_then_give_up(gw):
@@ -353,15 +371,15 @@ def test_retries_wait_the_backoff_then_what_the_gateway_asks_then_give_up(gw):
 
 def test_connection_errors_are_retried_and_client_errors_are_not(gw):
     program = gw.models()
-    for _ in range(2):
-        send = next(program) if _ == 0 else program.send(None)
-        wait = program.throw(httpx.ConnectError("refused", request=send.request))
+    for attempt in range(2):
+        assert isinstance(next(program) if attempt == 0 else program.send(None), Send)
+        wait = program.throw(TransportError("ConnectError: refused", kind="ConnectError"))
         assert isinstance(wait, Sleep)
-    last = program.send(None)
+    assert isinstance(program.send(None), Send)
     with pytest.raises(
         APIConnectionError, match=r"^connection error from GET /v1/models: ConnectError: refused$"
     ):
-        program.throw(httpx.ConnectError("refused", request=last.request))
+        program.throw(TransportError("ConnectError: refused", kind="ConnectError"))
     program = gw.chat("m", HI)
     with pytest.raises(BadRequestError):
         program.send(answer(next(program), 400, {"error": {"message": "bad"}}))
@@ -489,11 +507,11 @@ def test_a_streamed_redirect_is_read_before_the_next_send_and_loops_end(gw):
     program = gw.chat("m", HI, stream=True)
     send = next(program)
     for hop in range(10):
-        read = program.send(answer(send, 302, headers={"location": f"/hop/{hop}"}))
+        read = program.send(answer(send, 302, headers={"location": f"/hop/{hop}"}, unread=True))
         assert isinstance(read, Read)
         send = program.send(None)
         assert sent(send)[1] == f"{BASE}/hop/{hop}"
-    assert isinstance(program.send(answer(send, 302, headers={"location": "/again"})), Read)
+    assert isinstance(program.send(answer(send, 302, headers={"location": "/again"}, unread=True)), Read)
     with pytest.raises(APIError, match="not followed: more than 10 redirects"):
         program.send(None)
 
@@ -503,8 +521,7 @@ def test_a_streamed_redirect_is_read_before_the_next_send_and_loops_end(gw):
 
 def test_stream_usage_is_asked_for_only_when_chosen(monkeypatch):
     def body(**options: Any) -> Any:
-        with Programs(BASE, KEY, **options) as gw:
-            return sent(next(gw.chat("m", HI, stream=True)))[2]
+        return sent(next(programs(**options).chat("m", HI, stream=True)))[2]
 
     assert "stream_options" not in body()
     assert body(stream_usage=True)["stream_options"] == {"include_usage": True}
@@ -515,7 +532,7 @@ def test_stream_usage_is_asked_for_only_when_chosen(monkeypatch):
     assert "stream_options" not in body(reasoning_patterns=["m"])
     monkeypatch.setenv("GATECELL_STREAM_USAGE", "perhaps")
     with pytest.raises(ConfigError, match="^GATECELL_STREAM_USAGE must be one of 1, true"):
-        Programs(BASE, KEY)
+        programs()
 
 
 def test_known_fields_and_extra_body_travel_in_the_body(gw):
@@ -647,13 +664,13 @@ def test_a_lone_user_turn_is_the_responses_input_string_and_unknown_apis_fail(gw
 
 def test_caps_by_kind_of_answer(monkeypatch):
     def caps(**options: Any) -> tuple[int, ...]:
-        with Programs(BASE, KEY, **options) as gw:
-            calls = [
-                Call("POST", "/v1/chat/completions"),
-                Call("POST", "/v1/chat/completions", stream=True),
-                Call("GET", "/f", media=True),
-            ]
-            return tuple(gw._build(call).extensions[LIMITS].max_bytes for call in calls)
+        gw = programs(**options)
+        calls = [
+            Call("POST", "/v1/chat/completions"),
+            Call("POST", "/v1/chat/completions", stream=True),
+            Call("GET", "/f", media=True),
+        ]
+        return tuple(gw._build(call).max_bytes for call in calls)
 
     assert caps() == (JSON_CAP, JSON_CAP, MEDIA_CAP) == (64 * 2**20, 64 * 2**20, 512 * 2**20)
     assert caps(max_response_bytes=1000) == (1000, 1000, 1000)
@@ -758,8 +775,8 @@ def test_an_auth_shaped_400_gets_the_key_hint_and_request_ids_are_found(gw):
         program.send(answer(next(program), 400, {"detail": "limit must be positive"}))
     assert plain.value.hint is None
     for header in ("x-litellm-call-id", "x-litellm-response-id", "apim-request-id"):
-        assert request_id_of(httpx.Headers({header: "id-1"})) == "id-1"
-    assert request_id_of(httpx.Headers({"x-litellm-response-id": "b", "x-request-id": "a"})) == "a"
+        assert request_id_of(Headers({header: "id-1"})) == "id-1"
+    assert request_id_of(Headers({"x-litellm-response-id": "b", "x-request-id": "a"})) == "a"
 
 
 @pytest.mark.parametrize(

@@ -66,9 +66,9 @@ def test_flags(monkeypatch):
 
 
 def test_the_client_the_magics_and_the_local_gateway_fail_alike(monkeypatch):
+    from gatecell.gateway import Gateway
     from gatecell.local.config import Config
     from gatecell.notebook.config import Gatecell
-    from gatecell.wire.client import Gateway
 
     cases = [
         ("GATECELL_TIMEOUT", lambda: Gateway("http://127.0.0.1:9", "sk-x")),

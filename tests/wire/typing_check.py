@@ -38,7 +38,7 @@ def sync(gw: Gateway, stream: bool) -> None:
     assert_type(gw.imagine("castle", wait=True), Job)
     assert_type(gw.video("v", "waves"), Job)
     assert_type(gw.music("tune", style="jazz"), Job)
-    assert_type(gw.wait(gw.job("video", "v1")), Job)
+    assert_type(gw.wait(gw.job("v1", kind="video")), Job)
     with gw.chat("m", HI, stream=True) as chat_stream:
         assert_type(chat_stream, ChatStream)
         for fragment in chat_stream:

@@ -11,29 +11,51 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .options import MapOptions
 from .result import Batch, BatchError, Row
 
+if TYPE_CHECKING:
+    from gatecell.wire.endpoints import Endpoints
+    from gatecell.wire.proxies import Proxies
+
 __all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
 
 
-def _engine(client: Any, template: str, data: Any, options: dict[str, Any]) -> Any:
+def _engine(
+    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+    gateway: str,
+    proxies: Proxies | None,
+    template: str,
+    data: Any,
+    options: dict[str, Any],
+) -> Any:
     from gatecell.store import default_store
 
     from .engine import Engine
     from .options import resolve
 
-    return Engine(client, template, data, resolve(options), store=default_store())
+    return Engine(client, gateway, template, data, resolve(options), store=default_store(), proxies=proxies)
 
 
-def run(client: Any, template: str, data: Any, *, progress: bool = True, **options: Any) -> Batch:
-    """`Gateway.map`: the engine on a loop of its own in a worker thread; this thread shows
-    the progress and takes Ctrl-C, which stops the engine and returns the partial `Batch`."""
+def run(
+    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+    gateway: str,
+    proxies: Proxies | None,
+    template: str,
+    data: Any,
+    *,
+    progress: bool = True,
+    **options: Any,
+) -> Batch:
+    """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client``, logged as
+    sent to ``gateway`` (the log's name for it), through ``proxies`` (None: direct). The
+    engine runs on a loop of its own in a worker thread; this thread shows the progress and
+    takes Ctrl-C, which stops the engine and returns the partial `Batch`."""
     from .progress import Progress
 
-    engine = _engine(client, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -64,11 +86,20 @@ def run(client: Any, template: str, data: Any, *, progress: bool = True, **optio
     return outcome["batch"]
 
 
-async def arun(client: Any, template: str, data: Any, *, progress: bool = True, **options: Any) -> Batch:
-    """`AsyncGateway.map`: the engine on the running loop, the progress updated beside it."""
+async def arun(
+    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+    gateway: str,
+    proxies: Proxies | None,
+    template: str,
+    data: Any,
+    *,
+    progress: bool = True,
+    **options: Any,
+) -> Batch:
+    """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
     from .progress import Progress
 
-    engine = _engine(client, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options)
     bar = Progress(engine, progress)
 
     async def show() -> None:

@@ -3,9 +3,10 @@
 Each row is one call of the client's own endpoint methods (`conversation.for_api` picks
 the method, the method validates and builds the body, routes a reasoning model to
 /v1/responses and parses the reply), run as a sans-IO program by `drivers.arun`, exactly
-as `AsyncGateway` runs it. Only the sender differs: `_RowSender` carries each request over
-the lean HTTP/1.1 pool of `wire.http11` instead of httpx, whose pool costs more CPU per
-request than everything else a row does. On that one path it also:
+as `AsyncGateway` runs it: the engine gets the programs from `Endpoints.programs`. Only the
+sender differs: `_RowSender` carries each `http.Request` over the lean HTTP/1.1 pool of
+`wire.http11` instead of httpx, whose pool costs more CPU per request than everything else a
+row does. On that one path it also:
 
 - answers from the log: a request the log holds an answer for (same cache key as any
   other entry point: `store.cache_key`) is not sent, so a re-run after an interrupt, a
@@ -15,9 +16,9 @@ request than everything else a row does. On that one path it also:
   request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
   the client's `RetryPolicy` per row.
 
-What would cost a row more than its work is left out: httpx's Request and Response are made
-from the parts already at hand (`_Request`, `_Response`), one watch enforces the request
-timeout of every request in flight, the cache key is made only when the log has answers to
+What would cost a row more than its work is left out: a request's line and headers are
+written once per kind of request (`Engine.head`), one watch enforces the request timeout of
+every request in flight, the cache key is made only when the log has answers to
 look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
 100,000 rows must not give the garbage collector millions of objects to walk).
 
@@ -32,23 +33,19 @@ most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
-
-from gatecell.wire.client import _Endpoints
-from gatecell.wire.context import CallContext
 from gatecell.wire.conversation import for_api
 from gatecell.wire.drivers import arun
+from gatecell.wire.endpoints import Endpoints
 from gatecell.wire.errors import GatecellError
-from gatecell.wire.exchange import Call, Outcome, Program
-from gatecell.wire.http11 import BROKEN, Pool, with_body
-from gatecell.wire.journal import LOCAL, is_local
-from gatecell.wire.limits import compressed, too_large_error
-from gatecell.wire.retry import retry_after
+from gatecell.wire.exchange import Program
+from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
+from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
+from gatecell.wire.proxies import Proxies
 from gatecell.wire.schemas import usage_of
 
 from .options import Options
@@ -63,78 +60,7 @@ UNCOMMITTED = 500  # finished rows that may wait for their commit before workers
 FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
 FLUSH_ROWS = 200  # or how many wait
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
-_DROPPED_HEADERS = frozenset((b"host", b"content-length", b"transfer-encoding"))
-
-
-class _Request(httpx.Request):
-    """An `httpx.Request` made from parts already checked: httpx's constructor parses the URL
-    and re-normalises every header, per request (with the response's, a third of a row's CPU)."""
-
-    def __init__(self, method: str, url: httpx.URL, headers: httpx.Headers, content: bytes) -> None:
-        self.method = method
-        self.url = url
-        self.headers = headers  # shared by the requests of one kind: never changed in place
-        self.extensions = {}
-        self.stream = httpx.ByteStream(content)
-        self._content = content
-
-
-class _Response(httpx.Response):
-    """An `httpx.Response` holding a whole body read by the lean client. ``headers`` is a dict
-    of lower-case names: every reader of a response in the wire asks for lower-case names
-    (``request_id_of``, ``retry_after``, Content-Type, Location) and gets the same answers."""
-
-    def __init__(self, status: int, headers: dict[str, str], content: bytes, request: httpx.Request) -> None:
-        self.status_code = status
-        self.headers = headers  # type: ignore[assignment]
-        self._request = request
-        self.next_request = None
-        self.extensions = {}
-        self.history = []
-        self.is_closed = self.is_stream_consumed = True
-        self.default_encoding = "utf-8"
-        self.stream = httpx.ByteStream(content)
-        self._content = content
-        self._num_bytes_downloaded = len(content)
-
-
-class _Programs(_Endpoints[Any, Any, Any, Any, Any, Any, Any, Any]):
-    """A client's endpoints returning their programs unrun, for the engine to drive: the
-    same validation, bodies, routing and parsing as the client (a copy of its settings)."""
-
-    def __init__(self, client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any], max_retries: int | None):
-        self.__dict__.update(client.__dict__)
-        if max_retries is not None:
-            self.retry = dataclasses.replace(client.retry, max_retries=max_retries)
-        # The client's request, built cheaper: each path's URL once, the headers once per kind
-        # of credential (httpx's build_request merges and parses them for every request).
-        self._urls: dict[str, httpx.URL] = {}
-        base = self._http.headers
-        key = self._api_key.reveal() if self._api_key else None
-        plain = [(n, v) for n, v in base.raw if n.lower() != b"authorization"]
-        self._headers = {
-            "bearer": httpx.Headers(base.raw),
-            "none": httpx.Headers(plain),
-            "goog": httpx.Headers(plain + ([(b"x-goog-api-key", key.encode())] if key else [])),
-        }
-
-    def _run(self, program: Program[Any]) -> Program[Any]:
-        return program
-
-    def _record(self, outcome: Outcome) -> None:
-        """Nothing: the engine logs its rows itself, in groups (see `Engine._hand_over`)."""
-
-    def _asks_cache(self, call: Call, context: CallContext) -> bool:
-        """Never: the engine looks its rows up itself, against the keys it read once."""
-        return False
-
-    def _build(self, call: Call) -> httpx.Request:
-        if call.stream or call.path[:1] != "/" or call.auth not in self._headers:
-            return super()._build(call)
-        url = self._urls.get(call.path)
-        if url is None:
-            url = self._urls[call.path] = httpx.URL(self.base_url + call.path)
-        return _Request(call.method, url, self._headers[call.auth], call.body or b"")
+_DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 
 
 class _Cached(Exception):
@@ -149,11 +75,13 @@ class Engine:
 
     def __init__(
         self,
-        client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+        client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
+        gateway: str,
         template: str,
         data: Any,
         options: Options,
         store: Any = None,
+        proxies: Proxies | None = None,
     ) -> None:
         self.concurrency = options.concurrency
         self.template = Template(template)
@@ -163,10 +91,11 @@ class Engine:
         self.api = options.api
         self.on_error = options.on_error
         self.cache = options.cache
-        self.programs = _Programs(client, options.max_retries)
+        self.programs = client.programs(max_retries=options.max_retries)
         # The log's name for the gateway, as the client's journal gives it (the local gateway is
         # ``local`` whatever its port), so rows and interactive calls share one cache.
-        self.gateway = LOCAL if is_local(client.base_url) else client.base_url
+        self.gateway = gateway
+        self.proxies = proxies  # None: every request goes direct
         self._system = [{"role": "system", "content": options.system}] if options.system else []
         self._max_tokens = options.max_tokens
         self._sampling: dict[str, Any] = {
@@ -177,11 +106,10 @@ class Engine:
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
         self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
         self.store = store
-        self._json_cap: int = client._json_cap
-        self._timeout: float = client.request_timeout
-        self._connect_timeout: float = client._http.timeout.connect or 5.0
-        self._pools: dict[tuple[str, str, int | None], Pool] = {}
-        self._heads: dict[tuple[str, bytes, int], bytes] = {}
+        self._timeout: float = self.programs.options.request_timeout
+        self._connect_timeout: float = self.programs.options.connect_timeout
+        self._pools: dict[str, Pool] = {}
+        self._heads: dict[tuple[str, str, int], bytes] = {}
         self._deadlines: dict[asyncio.Task[Any], float] = {}  # requests in flight, by their worker
         self._expired: set[asyncio.Task[Any]] = set()
         self._completion_guess = float(options.max_tokens or _FIRST_COMPLETION_GUESS)
@@ -324,7 +252,7 @@ class Engine:
         waiting in one transaction."""
         unlogged, self._unlogged = self._unlogged, []
         for arguments, fields in unlogged:
-            self.store.log(*arguments, **fields)
+            self.store.record_exchange(*arguments, **fields)
         self._logged += len(unlogged)
 
     async def _watch(self) -> None:
@@ -414,33 +342,41 @@ class Engine:
 
     # -- the wire ---------------------------------------------------------------------
 
-    def head(self, pool: Pool, request: httpx.Request) -> bytes:
-        """The request's line and headers on the wire; kept for the engine's own requests, whose
-        headers are shared by kind (a redirected one is made anew)."""
-        kind = (request.method, request.url.raw_path, id(request.headers))
-        head = self._heads.get(kind) if type(request) is _Request else None
+    def head(self, pool: Pool, request: Request) -> bytes:
+        """The request's line and headers on the wire, written once per kind of request (its
+        method, URL and headers, which the programs share between requests of a kind)."""
+        kind = (request.method, request.url, id(request.headers))
+        head = self._heads.get(kind)
         if head is None:
-            headers = [(n, v) for n, v in request.headers.raw if n.lower() not in _DROPPED_HEADERS]
-            head = pool.request_head(request.method, request.url.raw_path, headers)
-            if type(request) is _Request:
+            parts = urlsplit(request.url)
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            fields = [
+                (name.encode("latin-1"), value.encode("latin-1"))
+                for name, value in request.headers.items()
+                if name not in _DROPPED_HEADERS
+            ]
+            head = pool.request_head(request.method, target.encode("latin-1"), fields)
+            if len(self._heads) < 1024:  # the kinds a batch uses are few; a redirect's are not kept
                 self._heads[kind] = head
         return head
 
-    def pool(self, url: httpx.URL) -> Pool:
-        origin = (url.scheme, url.host, url.port)
+    def pool(self, url: str) -> Pool:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
         pool = self._pools.get(origin)
         if pool is None:
             pool = self._pools[origin] = Pool(
-                str(url.copy_with(path="/", query=None, fragment=None)),
+                origin + "/",
                 connect_timeout=self._connect_timeout,
                 answer_timeout=None,
                 idle=self.concurrency,
+                proxy=self.proxies.for_url(url) if self.proxies is not None else None,
             )
         return pool
 
 
 class _RowSender:
-    """Sends the requests of one row's program (see `drivers.AsyncSender`)."""
+    """Sends the requests of one row's program (a `drivers.AsyncSend`)."""
 
     __slots__ = ("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited")
 
@@ -455,10 +391,10 @@ class _RowSender:
         self.booked = 0.0  # tokens booked on the tpm schedule
         self.rate_limited = 0
 
-    async def send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+    async def __call__(self, request: Request) -> Response:
         engine = self.engine
-        body = request.content
-        self.body, self.path = body, request.url.path
+        body = request.body
+        self.body, self.path = body, urlsplit(request.url).path
         known = engine._answerable
         if engine.cache and engine.store is not None and known != set():  # an empty log answers nothing
             from gatecell.store import cache_key
@@ -469,8 +405,10 @@ class _RowSender:
                 answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
                 if answer is not None:
                     raise _Cached(answer)
-        if request.url.scheme not in ("http", "https"):
-            raise httpx.UnsupportedProtocol(f"cannot send to {request.url.scheme!r} URLs", request=request)
+        if not request.url.startswith(("http://", "https://")):
+            raise TransportError(
+                f"cannot send to {request.url[:80]!r}: not an http(s) URL", kind="UnsupportedProtocol"
+            )
         pool = engine.pool(request.url)
         raw = with_body(request.method, engine.head(pool, request), body)
         pacing = engine.pacing
@@ -486,10 +424,10 @@ class _RowSender:
                 status, head, content = await self._exchange(pool, request, raw)
             finally:
                 pacing.release()
-            fields = {n.decode("latin-1"): v.decode("latin-1") for n, v in head}
+            headers = Headers.from_raw(head)
             if status == 429 and self.rate_limited < RATE_LIMIT_RETRIES:
                 self.rate_limited += 1
-                wait = retry_after(fields)
+                wait = retry_after(headers)
                 pacing.rate_limited_for(
                     wait if wait is not None else min(2.0**self.rate_limited, 30.0), sent_at
                 )
@@ -497,13 +435,13 @@ class _RowSender:
             if status < 300:
                 pacing.succeeded()
             self.status, self.raw = status, content
-            return _Response(status, fields, content, request)
+            return Response(status, headers, request, content=content)
 
     async def _exchange(
-        self, pool: Pool, request: httpx.Request, raw: bytes
+        self, pool: Pool, request: Request, raw: bytes
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """One request over the pool, its whole answer read within the request timeout and
-        the size cap; failures as the httpx errors the programs know."""
+        the size cap; failures as the `TransportError` the programs know."""
         engine = self.engine
         answer = None
         task = asyncio.current_task()
@@ -511,28 +449,32 @@ class _RowSender:
         engine._deadlines[task] = time.monotonic() + engine._timeout  # see `_watch`
         try:
             answer = await pool.send(request.method, raw)
-            if answer.coding not in (b"", b"identity") and not answer.empty:
-                raise compressed(answer.coding.decode("latin-1"), answer.status, request)
-            content = await answer.body(engine._json_cap)
+            content = await answer.body(request.max_bytes)
         except asyncio.CancelledError:
             if task not in engine._expired:
                 raise
             engine._expired.discard(task)
             if hasattr(task, "uncancel"):  # 3.11+: the cancel was ours, and is over
                 task.uncancel()
-            raise httpx.ReadTimeout(
-                f"no whole answer within {engine._timeout:g} s", request=request
+            raise TransportError(
+                f"ReadTimeout: no whole answer within {engine._timeout:g} s", timeout=True, kind="ReadTimeout"
             ) from None
         except asyncio.TimeoutError:  # opening the connection took too long
-            raise httpx.ConnectTimeout(
-                f"no connection within {engine._connect_timeout:g} s", request=request
+            raise TransportError(
+                f"ConnectTimeout: no connection within {engine._connect_timeout:g} s",
+                timeout=True,
+                kind="ConnectTimeout",
             ) from None
         except OverflowError:
-            raise too_large_error(request, engine._json_cap) from None
+            raise BodyTooLarge(request.max_bytes) from None
+        except ProxyError as exc:  # it names the proxy, its password masked
+            raise TransportError(f"ProxyError: {exc}", kind="ProxyError") from None
         except ConnectionRefusedError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from None
+            raise TransportError(f"ConnectError: {exc}", kind="ConnectError") from None
         except BROKEN as exc:
-            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from None
+            raise TransportError(
+                f"RemoteProtocolError: {type(exc).__name__}: {exc}", kind="RemoteProtocolError"
+            ) from None
         finally:
             del engine._deadlines[task]
             if answer is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from gatecell.wire.conversation import TEXT_APIS
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.errors import InvalidRequest, echo
 from gatecell.wire.settings import env_number
 
 __all__ = ["MapOptions", "Options", "resolve", "from_flags"]
@@ -57,7 +57,7 @@ def _positive(name: str, value: Any, whole: bool = False) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if not ok or (whole and int(value) != value):
         kind = "whole number" if whole else "number"
-        raise InvalidRequest(name, f"must be a positive {kind}; got {value!r}")
+        raise InvalidRequest(name, f"must be a positive {kind}; got {echo(value)}")
 
 
 def resolve(options: MapOptions | dict[str, Any]) -> Options:
@@ -77,16 +77,16 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
             given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
     resolved = Options(**given)
     if resolved.api not in TEXT_APIS:
-        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {resolved.api!r}")
+        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {echo(resolved.api)}")
     if resolved.on_error not in ("record", "raise"):
-        raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {resolved.on_error!r}")
+        raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {echo(resolved.on_error)}")
     _positive("concurrency", resolved.concurrency, whole=True)
     for name in ("rpm", "tpm"):
         if getattr(resolved, name) is not None:
             _positive(name, getattr(resolved, name))
     retries = resolved.max_retries
     if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
-        raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {retries!r}")
+        raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {echo(retries)}")
     return resolved
 
 

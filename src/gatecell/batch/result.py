@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gatecell.wire.errors import GatecellError
+from gatecell.wire.errors import GatecellError, InvalidRequest
 
 if TYPE_CHECKING:
     from gatecell.wire.schemas import Usage
+    from gatecell.wire.structured import Schema
 
 __all__ = ["Batch", "Row", "Tokens", "BatchError"]
 
@@ -38,6 +39,8 @@ class Row:
     was answered from the log. ``reply`` is the reply body as the gateway sent it (JSON; for
     a row from the log, the body logged then, None if that reply was streamed). Rows keep the
     body as bytes and parse it when asked: a batch of many rows stays small and cheap to keep.
+    ``value`` is the answer's validated value when the batch had a schema (a row whose answer
+    never validated has none, and its ``error`` says why).
     """
 
     label: Any
@@ -51,6 +54,7 @@ class Row:
     model: str | None = None
     attempts: int = 0
     body: Any = None
+    value: Any = None
 
     @property
     def reply(self) -> Any:
@@ -75,6 +79,10 @@ class Batch:
     ``text`` and ``errors`` follow the input: pandas Series on its index for a DataFrame or
     Series, a list (``text``) and a dict by position (``errors``) otherwise. A row that never
     ran (the batch was interrupted first) has neither text nor error.
+
+    With a ``schema`` (a `gatecell.wire.structured.Schema`), ``parsed`` holds each row's
+    validated value and ``frame`` the typed columns (`gatecell.batch.frame`); with choices,
+    ``text`` holds each row's label (a Categorical for pandas input).
     """
 
     def __init__(
@@ -88,6 +96,7 @@ class Batch:
         seconds: float = 0.0,
         requests: int = 0,
         rate_limited: int = 0,
+        schema: Schema | None = None,
     ) -> None:
         self.labels = labels
         self.rows = rows
@@ -97,6 +106,7 @@ class Batch:
         self.seconds = seconds
         self.requests = requests  # HTTP requests sent, retries included
         self.rate_limited = rate_limited  # 429s among them
+        self.schema = schema
 
     # -- counts -----------------------------------------------------------------------
 
@@ -132,13 +142,57 @@ class Batch:
 
     @property
     def text(self) -> Any:
-        """The reply texts, None where a row failed or never ran."""
-        texts = [None if r is None else r.text for r in self.rows]
+        """The reply texts, None where a row failed or never ran; with choices, the labels."""
+        schema = self.schema
+        if schema is None or schema.kind != "choices":
+            texts = [None if r is None else r.text for r in self.rows]
+            if self.pandas:
+                import pandas as pd
+
+                return pd.Series(texts, index=self._index(), dtype=object, name="text")
+            return texts
         if self.pandas:
             import pandas as pd
 
-            return pd.Series(texts, index=self._index(), dtype=object, name="text")
-        return texts
+            return pd.Series(self._labels(schema), index=self._index(), name="text")
+        return [schema.label(value) if value is not None else None for value in self._values()]
+
+    @property
+    def parsed(self) -> Any:
+        """The validated values (an object Series for pandas input), None where a row failed,
+        never ran, or the batch had no schema."""
+        values = self._values()
+        if self.pandas:
+            import pandas as pd
+
+            return pd.Series(values, index=self._index(), dtype=object, name="parsed")
+        return values
+
+    @property
+    def frame(self) -> Any:
+        """The typed columns of the answers: `to_frame` with lists exploded into rows."""
+        return self.to_frame()
+
+    def to_frame(self, *, explode: bool = True) -> Any:
+        """A DataFrame with one column per field of the schema, typed, on the input's index
+        (see `gatecell.batch.frame`); ``explode=False`` keeps a ``list[...]`` answer in one row."""
+        if self.schema is None:
+            raise InvalidRequest(
+                "frame", "this batch ran without schema= or choices=: its answers are text (see .text)"
+            )
+        from .frame import frame
+
+        return frame(self._values(), self._index(), self.schema, explode=explode)
+
+    def _values(self) -> list[Any]:
+        return [r.value if r is not None and r.error is None else None for r in self.rows]
+
+    def _labels(self, schema: Schema) -> Any:
+        """The rows' labels as a Categorical of the choices."""
+        import pandas as pd
+
+        labels = [schema.label(value) if value is not None else None for value in self._values()]
+        return pd.Categorical(labels, categories=list(schema.labels))
 
     @property
     def errors(self) -> Any:
@@ -184,6 +238,8 @@ class Batch:
             )
         frame = pd.DataFrame.from_records(records, columns=list(records[0]) if records else None)
         frame.index = self._index() if self.pandas else pd.RangeIndex(len(records))
+        if self.schema is not None and self.schema.kind == "choices":
+            frame["text"] = self._labels(self.schema)
         return frame
 
     def _index(self, positions: list[int] | None = None) -> Any:

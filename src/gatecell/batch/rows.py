@@ -3,22 +3,30 @@
 `Rows` turns any input into (label, fields) pairs without copying it: a DataFrame's rows
 (its columns are the fields, its index the labels), a Series (``{item}``, or its name), a
 list of dicts, a list of plain values (``{item}``), or any iterable, consumed as the engine
-asks for rows. `Template` fills ``{field}`` with the grammar of the magics' interpolation
-(`gatecell.notebook.template`): the same fields, conversions, format specs and ``{{``
-escapes, with the row's fields where the magics use the notebook's variables.
+asks for rows. `Template` fills ``{field}``: a Python name, with attributes and indexes
+(``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{``/``}}`` for
+braces. The magics fill ``{name}`` from the notebook's variables with the same grammar
+(`FIELD`, used by `gatecell.notebook.template`).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import string
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from gatecell.notebook.template import FIELD, FORMATTER
 from gatecell.wire.errors import InvalidRequest
 
-__all__ = ["Template", "Rows", "RowError"]
+__all__ = ["Template", "Rows", "RowError", "FIELD", "FORMATTER"]
+
+FIELD = re.compile(
+    r"\{\{|\}\}"
+    r"|\{(?P<field>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{}]*))?\}"
+)
+
+FORMATTER = string.Formatter()
 
 
 class RowError(ValueError):

@@ -19,7 +19,7 @@ from typing import Any
 
 from gatecell.wire.secret import Secret
 
-__all__ = ["EmbeddedGateway", "start", "run_in_thread"]
+__all__ = ["EmbeddedGateway", "start", "running", "run_in_thread"]
 
 _lock = threading.Lock()
 _current: EmbeddedGateway | None = None
@@ -108,6 +108,11 @@ def start(**options: Any) -> EmbeddedGateway:
         _current = EmbeddedGateway(base_url, config.api_keys[0], stop)
         atexit.register(_shutdown)
         return _current
+
+
+def running() -> EmbeddedGateway | None:
+    """The process's embedded gateway, when one was started and still runs."""
+    return _current
 
 
 def _shutdown() -> None:

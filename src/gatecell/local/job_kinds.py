@@ -8,40 +8,37 @@ disk is all there is: so the endpoints put every parameter of the render in the 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .job_store import JobRecord
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = ["renderer"]
 
 Render = Callable[..., bytes]  # render(stop=threading.Event) -> the file's bytes
 
 
-def renderer(job: JobRecord) -> tuple[Render, str, str]:
-    """``(render, mime, extension)`` of a job; ValueError when its record cannot say."""
-    meta = job.meta
+def renderer(kind: str, prompt: str, meta: Mapping[str, Any]) -> tuple[Render, str, str]:
+    """``(render, mime, extension)`` of a job of ``kind`` from its record's ``prompt`` and
+    ``meta``; ValueError when the record cannot say."""
     try:
-        if job.kind == "video":
+        if kind == "video":
             from .backends import video
 
             width, height = (int(side) for side in str(meta["size"]).split("x"))
-            render = functools.partial(video.render, job.prompt, float(meta["seconds"]), width, height)
+            render = functools.partial(video.render, prompt, float(meta["seconds"]), width, height)
             return render, "video/mp4", "mp4"
-        if job.kind == "imagine":
+        if kind == "imagine":
             from .backends import image
 
             width, height = int(meta["width"]), int(meta["height"])
             return functools.partial(image.render, str(meta["clean"]), width, height), "image/png", "png"
-        if job.kind == "music":
+        if kind == "music":
             from .backends import music
 
             style = meta["style"]
             render = functools.partial(
-                music.synthesize, job.prompt, None if style is None else str(style), float(meta["seconds"])
+                music.synthesize, prompt, None if style is None else str(style), float(meta["seconds"])
             )
             return render, "audio/wav", "wav"
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"its record lacks what it renders from ({type(exc).__name__}: {exc})") from None
-    raise ValueError(f"no local renderer for jobs of kind {job.kind!r}")
+    raise ValueError(f"no local renderer for jobs of kind {kind!r}")

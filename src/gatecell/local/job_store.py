@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gatecell.private import private_folder, read_private, write_private
+from gatecell.wire.private import private_folder, read_private, write_private
 
 from .backends._stop import Stopped, check
 from .disk import Lease, sweep_temporary
@@ -148,7 +148,9 @@ class JobStore:
             duration=self.job_seconds,
             meta=meta,
         )
-        render, mime, ext = renderer(job)  # before it is listed: a record that cannot render is a bug
+        render, mime, ext = renderer(
+            job.kind, job.prompt, job.meta
+        )  # before it is listed: a record that cannot render is a bug
         self._list(job)
         self._start(job, render, mime, ext)
         if self._folder is not None:
@@ -224,7 +226,7 @@ class JobStore:
         if self._lease.alive(job.lease) or len(self._running) >= self._queue:
             return job  # read again at the next poll
         try:
-            render, mime, ext = renderer(job)
+            render, mime, ext = renderer(job.kind, job.prompt, job.meta)
         except ValueError as exc:
             job.error, job.finished = _CANNOT_RESUME.format(exc), time.time()
             self._list(job)

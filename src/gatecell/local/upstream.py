@@ -13,6 +13,12 @@ SPEC endpoints and their job poll paths go upstream (`forwardable`), with the me
 for; hop-by-hop headers, cookies and the caller's claims about its address stay on their own
 side; the upstream key, and anything shaped like a key, is masked out of everything relayed
 back (`_Scrubber`); and a cap bounds how much of an answer is relayed.
+
+The upstream is reached the way every outgoing path of gatecell reaches a gateway: through
+the proxy that ``GATECELL_PROXY`` or the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
+``ALL_PROXY``, ``NO_PROXY``, read when the gateway starts) names for its address, if any
+(`gatecell.wire.proxies`). A proxy's refusal is logged here whole (its password masked); the
+caller gets a 502 that names no proxy.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from starlette.types import Receive, Scope, Send
 
 from gatecell.wire.http11 import BROKEN as _BROKEN
 from gatecell.wire.http11 import Answer, Pool
+from gatecell.wire.proxies import proxy_for
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import root_url
 
@@ -280,7 +287,12 @@ class Upstream:
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {base_url!r}")
-        self._pool = Pool(self.base_url, connect_timeout=_CONNECT_TIMEOUT, answer_timeout=_ANSWER_TIMEOUT)
+        self._pool = Pool(
+            self.base_url,
+            connect_timeout=_CONNECT_TIMEOUT,
+            answer_timeout=_ANSWER_TIMEOUT,
+            proxy=proxy_for(self.base_url),
+        )
         self._prefix = parts.path.rstrip("/").encode()
         self._key = key.reveal().encode() if key else None
         if self._key and not all(0x21 <= c <= 0x7E for c in self._key):
@@ -336,7 +348,7 @@ class Upstream:
         try:
             answer = await self.send(method, target, headers, body)
         except (*_BROKEN, asyncio.TimeoutError) as exc:
-            log.warning("upstream %s unreachable: %s", self.base_url, type(exc).__name__)
+            log.warning("upstream %s unreachable: %s: %s", self.base_url, type(exc).__name__, exc)
             raise Fail(502, f"upstream gateway unreachable ({type(exc).__name__})") from None
         try:
             return await self._relay(answer)

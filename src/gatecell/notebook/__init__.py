@@ -47,8 +47,8 @@ def session_for(shell: Any = None) -> Any:
 def error_line(exc: BaseException) -> str:
     """The one line shown for a gatecell error: redacted (any key, credential), and with
     control characters escaped (a terminal, or a frontend rendering ANSI escapes, shows it)."""
-    from gatecell.terminal import printable
     from gatecell.wire.secret import redact
+    from gatecell.wire.terminal import printable
 
     return printable(redact(f"gatecell: {exc}"))
 

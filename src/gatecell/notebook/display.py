@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from IPython.display import display
 
-from .markdown import escape, to_html
+from .markdown import MUTED, NOT_MATH, escape, to_html
 
 __all__ = [
     "rich_output",
@@ -188,7 +188,7 @@ class LiveMarkdown:
             self.text = text
         tail: list[tuple[str, str]] = []  # (html, plain) of each line under the text
         if note:
-            tail.append((f"<p><em>{html.escape(note)}</em></p>", note))
+            tail.append((f'<p class="{NOT_MATH}"><em>{html.escape(note)}</em></p>', note))
         if aside:
             title, body = aside
             summary = f"<details><summary>{html.escape(title)}</summary>{to_html(body)}</details>"
@@ -215,7 +215,7 @@ class LiveMarkdown:
 
     def _write(self, text: str) -> None:
         if text:
-            from gatecell.terminal import printable
+            from gatecell.wire.terminal import printable
 
             out = self._out or sys.stdout
             out.write(printable(text))  # a terminal: control sequences escaped, never obeyed
@@ -225,7 +225,10 @@ class LiveMarkdown:
 
 def _footer(prov: dict[str, Any]) -> tuple[str, str]:
     line = footer_text(prov)
-    return f'<div class="gatecell-footer"><sub>{html.escape(line)}</sub></div>', f"-- {line}"
+    footer = (
+        f'<div class="gatecell-footer {NOT_MATH}" style="color:{MUTED}"><sub>{html.escape(line)}</sub></div>'
+    )
+    return footer, f"-- {line}"
 
 
 def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: bool = False) -> None:

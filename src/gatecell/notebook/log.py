@@ -36,8 +36,8 @@ def notebook_path(shell: Any = None) -> str | None:
 def calls_in(shell: Any, *, conversation: str | None = None, cache: bool | None = None) -> Iterator[None]:
     """Calls made in the block are logged with the notebook's path (when the kernel knows
     it) and this conversation, and answered from the cache when ``cache`` is True; what is
-    not given stays as around the block (see `gatecell.wire.context`)."""
-    from gatecell.wire.context import call_context
+    not given stays as around the block (see `gatecell.journal`)."""
+    from gatecell.journal import call_context
 
     given = {"notebook": notebook_path(shell), "conversation": conversation, "cache": cache}
     with call_context(**{name: value for name, value in given.items() if value is not None}):
@@ -157,7 +157,7 @@ def _write_new(target: Path, data: bytes, force: bool) -> None:
     if force and target.exists():
         if not target.is_file():
             raise IsADirectoryError(target)
-        from gatecell.private import write_whole
+        from gatecell.wire.private import write_whole
 
         write_whole(target, data)
         return

@@ -175,22 +175,47 @@ class GatecellMagics(Magics):
 
     # -- the cell magics (each also works as a line magic) --------------------------------
 
-    def _magic(name: str) -> Any:  # type: ignore[misc]  # runs in the class body
-        def magic(self: GatecellMagics, line: str, cell: str | None = None) -> Any:
-            return self._run(name, line, cell, getattr(self, f"_{name}"))
+    @line_cell_magic
+    @no_var_expand
+    def chat(self, line: str, cell: str | None = None) -> Any:
+        """Chat with a model; the reply streams in as Markdown. See %chat --help."""
+        return self._run("chat", line, cell, self._chat)
 
-        magic.__name__ = name
-        magic.__doc__ = f"{SPECS[name][0]} See %{name} --help."
-        return line_cell_magic(no_var_expand(magic))
+    @line_cell_magic
+    @no_var_expand
+    def reason(self, line: str, cell: str | None = None) -> Any:
+        """Ask a reasoning model through /v1/responses. See %reason --help."""
+        return self._run("reason", line, cell, self._reason)
 
-    chat = _magic("chat")
-    reason = _magic("reason")
-    image = _magic("image")
-    speak = _magic("speak")
-    imagine = _magic("imagine")
-    video = _magic("video")
-    music = _magic("music")
-    del _magic
+    @line_cell_magic
+    @no_var_expand
+    def image(self, line: str, cell: str | None = None) -> Any:
+        """Generate an image, embedded in the output. See %image --help."""
+        return self._run("image", line, cell, self._image)
+
+    @line_cell_magic
+    @no_var_expand
+    def speak(self, line: str, cell: str | None = None) -> Any:
+        """Text to speech, an audio player in the output. See %speak --help."""
+        return self._run("speak", line, cell, self._speak)
+
+    @line_cell_magic
+    @no_var_expand
+    def imagine(self, line: str, cell: str | None = None) -> Any:
+        """Job-style image generation with progress. See %imagine --help."""
+        return self._run("imagine", line, cell, self._imagine)
+
+    @line_cell_magic
+    @no_var_expand
+    def video(self, line: str, cell: str | None = None) -> Any:
+        """Generate a video (a job) with progress. See %video --help."""
+        return self._run("video", line, cell, self._video)
+
+    @line_cell_magic
+    @no_var_expand
+    def music(self, line: str, cell: str | None = None) -> Any:
+        """Job-style music with progress. See %music --help."""
+        return self._run("music", line, cell, self._music)
 
     def _run(
         self, name: str, line: str, cell: str | None, handler: Callable[[argparse.Namespace, str], Any]

@@ -20,6 +20,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from gatecell.wire.errors import echo
+
 __all__ = [
     "HelpShown",
     "MagicParser",
@@ -221,7 +223,7 @@ def check_ranges(ns: argparse.Namespace) -> None:
         raise UsageError(f"cells must be at least 1, got {ns.cells}")
     size = getattr(ns, "size", None)
     if size is not None and not SIZE.fullmatch(size):
-        raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {size!r}")
+        raise UsageError(f"size must look like WIDTHxHEIGHT (e.g. 1024x1024), got {echo(size)}")
 
 
 def parse(parser: MagicParser, line: str, cell: str | None) -> tuple[argparse.Namespace, str]:

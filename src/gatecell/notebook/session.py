@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .memory import Memory
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.gateway import Gateway
     from gatecell.wire.results import ModelList
     from gatecell.wire.secret import Secret
 
@@ -33,7 +33,6 @@ class NotebookSession:
         self.key_source: str | None = None
         self._key: Secret | None = None
         self._gateway: Gateway | None = None
-        self._local = False
         self._models: ModelList | None = None
         config.observe(lambda _change: self.disconnect(), "base_url")
         config.observe(self._switch, ["log", "log_media", "cache"])
@@ -42,22 +41,15 @@ class NotebookSession:
     def gateway(self) -> Gateway:
         """The client every magic uses; connected on first use."""
         if self._gateway is None:
-            from gatecell.connect import choose
-            from gatecell.wire.client import Gateway
+            from gatecell.gateway import Gateway
 
-            target = choose(self.config.base_url or None, self._key)
-            # The local gateway is known to report usage on streams; others are asked only
-            # when the user says so (GATECELL_STREAM_USAGE), since SPEC does not show it.
-            usage = True if target.local else None
             self._gateway = Gateway(
-                base_url=target.base_url,
-                api_key=target.api_key,
-                stream_usage=usage,
+                base_url=self.config.base_url or None,
+                api_key=self._key,
                 log=self.config.log,
                 log_media=self.config.log_media,
                 cache=self.config.cache,
             )
-            self._local = target.local
         return self._gateway
 
     def _switch(self, change: Any) -> None:
@@ -68,7 +60,7 @@ class NotebookSession:
     @property
     def local(self) -> bool:
         """True when the magics talk to the local gateway (embedded, or ``gatecell lab``'s)."""
-        return self._gateway is not None and self._local
+        return self._gateway is not None and self._gateway.local
 
     def served(self) -> ModelList | None:
         """The gateway's model list, asked once per connection; None when it cannot be had."""
@@ -106,15 +98,16 @@ class NotebookSession:
 
         settings = resolve(self.config.base_url or None, self._key)
         handed_down = local_url()
-        if self._gateway is not None:
-            url = self._gateway.base_url + (" (local gateway)" if self.local else "")
+        gateway = self._gateway
+        if gateway is not None and gateway.located:
+            url = gateway.base_url + (" (local gateway)" if gateway.local else "")
         elif settings.base_url:
             url = settings.base_url + (" (local gateway)" if settings.base_url == handed_down else "")
         elif handed_down:
             url = f"{handed_down} (local gateway of gatecell lab)"
         else:
             url = "local gateway (started on first use)"
-        if self.local or (self._gateway is None and not settings.base_url):
+        if not settings.base_url:
             key = "the local gateway's own"
         elif self._key is not None:
             key = f"set ({self.key_source})"

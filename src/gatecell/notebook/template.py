@@ -20,22 +20,16 @@ from __future__ import annotations
 
 import bisect
 import re
-import string
 from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
 
+from gatecell.batch.rows import FIELD, FORMATTER
+
 from .summary import CHARS, ROWS, clip, summarize
 
-__all__ = ["interpolate", "code_ranges", "FIELD", "FORMATTER"]
-
-FIELD = re.compile(
-    r"\{\{|\}\}"
-    r"|\{(?P<field>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{}]*))?\}"
-)
-
-FORMATTER = string.Formatter()
+__all__ = ["interpolate", "code_ranges"]
 
 
 def interpolate(text: str, namespace: Mapping[str, Any], *, rows: int = ROWS, chars: int = CHARS) -> str:

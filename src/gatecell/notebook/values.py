@@ -10,15 +10,18 @@ HTML, never Markdown a frontend would render unsanitised (see `markdown`).
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import Any
 
 from IPython.display import display
 
+from gatecell.wire.results import Job
+
 from .display import media_bundle
 from .markdown import to_html
 
-__all__ = ["Text", "MediaBytes", "finished_job", "settle"]
+__all__ = ["Text", "MediaBytes", "ShownJob", "finished_job", "settle"]
 
 _quiet: list[Any] = []
 
@@ -95,21 +98,16 @@ class MediaBytes(_Shown, bytes):
         return media_bundle(bytes(self), self.mime)
 
 
-def finished_job(job: Any) -> Any:
-    """The job itself, made quiet like the other values (it stays an instance of the client's Job)."""
-    cls = type(job)
-    quiet_cls = _JOB_CLASSES.get(cls)
-    if quiet_cls is None:
-        quiet_cls = _JOB_CLASSES[cls] = type(cls.__name__, (_JobShown, cls), {"__module__": cls.__module__})
-    job.__class__ = quiet_cls
-    job.prov = {}
-    return job.quiet()
+class ShownJob(_Shown, Job):
+    """A job as a magic returns it: the client's `Job`, shown as one line."""
 
-
-class _JobShown(_Shown):
     def _bundle(self) -> dict[str, Any]:
-        line = f"{self.kind} job {self.id}: {self.status}"  # type: ignore[attr-defined]
+        line = f"{self.kind} job {self.id}: {self.status}"
         return {"text/plain": f"<{line}>", "text/html": f"<em>{html.escape(line)}</em>"}
 
 
-_JOB_CLASSES: dict[type, type] = {}
+def finished_job(job: Job) -> ShownJob:
+    """``job`` as the cell's value, quiet like the other values."""
+    shown = ShownJob(**{field.name: getattr(job, field.name) for field in dataclasses.fields(job)})
+    shown.prov = {}
+    return shown.quiet()

@@ -4,9 +4,9 @@ usage totals, and job records that outlive a kernel.
     from gatecell import store
 
     s = store.default_store()            # GATECELL_HOME/gatecell.db, switches from the environment
-    s.log("/v1/chat/completions", "gpt-4o", body_bytes, text=..., usage=..., latency=...)
+    s.record_exchange("/v1/chat/completions", "gpt-4o", body_bytes, text=..., usage=..., latency=...)
     key = store.cache_key("/v1/chat/completions", "gpt-4o", body_bytes, base_url)
-    hit = s.lookup(key)                  # an Answer, or None
+    hit = s.lookup(key)                  # a CachedReply, or None
     s.record_job("video", job_id, gateway=base_url, prompt=..., state="queued")
     store.logs(n=5, q="lighthouse")      # newest first, as dicts
 
@@ -21,14 +21,14 @@ from typing import Any
 
 from .config import StoreSettings, settings
 from .keys import cache_key
-from .queries import Answer, StoredJob, UsageRow
+from .queries import CachedReply, StoredJob, UsageRow
 from .store import Store, StoreError
 
 __all__ = [
     "Store",
     "StoreError",
     "StoreSettings",
-    "Answer",
+    "CachedReply",
     "StoredJob",
     "UsageRow",
     "cache_key",

@@ -17,13 +17,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gatecell.wire.errors import ConfigError
+from gatecell.wire.settings import env_flag, home
 
 __all__ = ["StoreSettings", "settings", "home", "DB_NAME"]
 
 DB_NAME = "gatecell.db"
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -35,34 +33,13 @@ class StoreSettings:
     prices: Path | None  # GATECELL_PRICES
 
 
-def home() -> Path:
-    """``GATECELL_HOME``, else the platform's user data folder for gatecell."""
-    value = os.environ.get("GATECELL_HOME")
-    if value:
-        return Path(value).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("gatecell", appauthor=False))
-
-
-def _switch(name: str, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    raise ConfigError(f"{name} must be 1 or 0 (true/false, on/off, yes/no), got {raw!r}")
-
-
 def settings() -> StoreSettings:
     """The store's settings as the environment says now."""
     prices = os.environ.get("GATECELL_PRICES")
     return StoreSettings(
         path=home() / DB_NAME,
-        log=_switch("GATECELL_LOG", True),
-        log_media=_switch("GATECELL_LOG_MEDIA", False),
-        cache=_switch("GATECELL_CACHE", False),
+        log=env_flag(None, "GATECELL_LOG", True),
+        log_media=env_flag(None, "GATECELL_LOG_MEDIA"),
+        cache=env_flag(None, "GATECELL_CACHE"),
         prices=Path(prices).expanduser() if prices else None,
     )

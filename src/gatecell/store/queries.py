@@ -20,7 +20,7 @@ from .records import iso, text_of
 from .schema import index_new
 
 __all__ = [
-    "Answer",
+    "CachedReply",
     "StoredJob",
     "UsageRow",
     "answer",
@@ -42,7 +42,7 @@ def _loads(text: str | None) -> Any:
 
 
 @dataclass(frozen=True)
-class Answer:
+class CachedReply:
     """What a logged exchange holds to answer the same request again."""
 
     text: str | None
@@ -61,7 +61,7 @@ def _now() -> str:
     return iso(time.time())
 
 
-def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
+def answer(conn: sqlite3.Connection, key: str) -> CachedReply | None:
     """The newest complete, error-free, not partial, not itself cached exchange with ``key``,
     dated no later than now; None when that one's reply was empty (no text, no tool call):
     an empty reply answers nothing, and the request goes again."""
@@ -81,7 +81,7 @@ def answer(conn: sqlite3.Connection, key: str) -> Answer | None:
         body = None
     if not text and not _calls_tools(body):
         return None
-    return Answer(text, reasoning, _loads(usage), body, request_id, at, endpoint, model, latency)
+    return CachedReply(text, reasoning, _loads(usage), body, request_id, at, endpoint, model, latency)
 
 
 _TOOL_CALLS = frozenset(("tool_calls", "function_call", "functionCall"))  # chat, generate-content

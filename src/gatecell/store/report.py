@@ -2,7 +2,7 @@
 and ``jobs`` print (and what the notebook's ``%gatecell log`` can show).
 
 What the log holds came from gateways and models: every text made here for a terminal or a
-file goes through `gatecell.terminal.printable`, so control sequences in it are shown
+file goes through `gatecell.wire.terminal.printable`, so control sequences in it are shown
 escaped, never obeyed (a JSON line keeps its escapes valid JSON)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from datetime import date, datetime, timezone
 from typing import Any
 
-from gatecell.terminal import printable
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.errors import InvalidRequest, echo
+from gatecell.wire.terminal import printable
 
 from .queries import StoredJob, UsageRow
 from .records import iso
@@ -46,7 +46,9 @@ def since_value(text: str) -> str:
             return date.fromisoformat(value).isoformat()
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidRequest("since", f"must be a date (YYYY-MM-DD) or an ISO time, got {text!r}") from None
+        raise InvalidRequest(
+            "since", f"must be a date (YYYY-MM-DD) or an ISO time, got {echo(text)}"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return iso(moment.timestamp())

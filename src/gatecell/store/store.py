@@ -2,7 +2,7 @@
 
 Why a writer thread: a commit costs a disk sync (WAL, ``synchronous=NORMAL``: at checkpoints)
 and redaction, JSON and hashing cost tens of microseconds; none of it belongs on the path of
-a request. `Store.log` snapshots its arguments into an entry and puts it on a queue; the
+a request. `Store.record_exchange` snapshots its arguments into an entry and puts it on a queue; the
 writer takes every entry waiting and commits them in **one transaction per batch**. It
 flushes on `Store.flush`, at `close`, and at interpreter exit. A process killed outright
 loses only what was still queued: SQLite's journal keeps the file whole.
@@ -14,13 +14,13 @@ Several processes share the file: each write transaction is ``BEGIN IMMEDIATE`` 
 timeout, and one still locked after that is retried rather than dropped.
 
 Faults never break the caller. A folder that cannot be written, a full disk or a file that is
-not a database turns the store off (`log`, `record_job` and `lookup` become no-ops) and says
+not a database turns the store off (`record_exchange`, `record_job` and `lookup` become no-ops) and says
 so once per process and file, in one line on stderr. The queries (`logs`, `usage`, ...) raise
 `StoreError` instead, since their caller asked for the data.
 
 The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
 a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
-another user, one others may write, or a symbolic link is never used (`gatecell.private`):
+another user, one others may write, or a symbolic link is never used (`gatecell.wire.private`):
 the store is off, said in one line, as for any other fault.
 """
 
@@ -40,9 +40,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gatecell.private import Untrusted, create_private, private_file, private_folder
 from gatecell.wire.apis import CACHEABLE, api_of
 from gatecell.wire.errors import GatecellError
+from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
 from gatecell.wire.secret import Secret
 
 from . import queries
@@ -179,7 +179,7 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def log(
+    def record_exchange(
         self,
         endpoint: str,
         model: str | None,
@@ -270,7 +270,7 @@ class Store:
 
         Fields left None keep their recorded value; an update older than the recorded one
         (``at``) changes nothing, so two kernels polling the same job cannot go back in time.
-        Returns at once, like `log`.
+        Returns at once, like `record_exchange`.
         """
         if not self.log_enabled or self.off is not None:
             return
@@ -443,7 +443,7 @@ class Store:
         if self._written < self._queued:
             self.flush(_LOOKUP_WAIT)
 
-    def lookup(self, key: str, *, settle: bool = True) -> queries.Answer | None:
+    def lookup(self, key: str, *, settle: bool = True) -> queries.CachedReply | None:
         """The cached answer for ``key`` (see `gatecell.store.keys.cache_key`): the newest
         exchange with that key that completed without error, was not partial and was not
         itself a cache hit. None when there is none, or when the store is off.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, echo
 
 __all__ = ["TEXT_APIS", "split", "for_api", "to_responses"]
 
@@ -87,18 +87,23 @@ def for_api(
         if system is not None:
             gc["systemInstruction"] = {"parts": [{"text": system}]}
         return "generate_content", gc
-    raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
+    raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {echo(api)}")
 
 
 def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
     """A chat request body as a responses body, for a reasoning model (SPEC 4 note 3):
-    fields the two share pass as they are; ``stream_options`` has no counterpart."""
+    fields the two share pass as they are; ``response_format`` becomes ``text.format``;
+    ``stream_options`` has no counterpart."""
     body = {
         k: v
         for k, v in chat.items()
-        if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options")
+        if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options", "response_format")
     }
     body.update(_responses_fields(chat["messages"], chat.get("max_tokens")))
     if chat.get("reasoning_effort"):
         body["reasoning"] = {"effort": chat["reasoning_effort"]}
+    wanted = chat.get("response_format")
+    if isinstance(wanted, dict) and wanted.get("type") in ("json_schema", "json_object"):
+        spec = wanted.get("json_schema") if wanted["type"] == "json_schema" else None
+        body["text"] = {"format": {"type": wanted["type"], **(spec if isinstance(spec, dict) else {})}}
     return body

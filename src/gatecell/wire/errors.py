@@ -1,4 +1,5 @@
-"""One exception hierarchy for everything that can go wrong talking to a gateway.
+"""One exception hierarchy for everything that can go wrong talking to a gateway, and
+what a gateway's error answers become.
 
 Every error prints as one readable line: what failed, the status, and the gateway's own
 message. The structured parts stay on attributes for code that wants them. Whatever a
@@ -9,9 +10,14 @@ credentials), and so is every error's ``str`` and ``repr``, whoever wrote its te
 
 from __future__ import annotations
 
+import json
+import re
+import reprlib
+from http import HTTPStatus
 from typing import Any
 
-from .secret import redact
+from .http import BodyTooLarge, Response, TransportError, request_id_of, retry_after
+from .secret import Secret, redact
 
 __all__ = [
     "GatecellError",
@@ -35,6 +41,13 @@ __all__ = [
     "JobError",
     "error_message",
     "status_error",
+    "api_error",
+    "body_error",
+    "connection_error",
+    "json_body",
+    "too_large",
+    "echo",
+    "ECHO_LIMIT",
 ]
 
 
@@ -169,6 +182,23 @@ def too_large(cap: int, what: str = "the body") -> str:
     return f"{what} passed {size}; raise max_response_bytes= or GATECELL_MAX_RESPONSE_BYTES to accept more"
 
 
+ECHO_LIMIT = 80
+"""Characters at most of a value an error line quotes."""
+
+
+def echo(value: object) -> str:
+    """``value`` as an error line quotes it: its repr, cut at `ECHO_LIMIT` characters with
+    ``… (N characters)`` (N: the whole repr's length), so that a 20 KB prompt passed where a
+    number goes still makes one line."""
+    try:
+        text = repr(value)
+    except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
+        text = reprlib.repr(value)
+    if len(text) <= ECHO_LIMIT:
+        return text
+    return f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
+
+
 class StreamError(APIError):
     """A stream ended badly: an error event inside it, a cut connection, an idle timeout.
 
@@ -271,4 +301,81 @@ def _detail(detail: Any) -> tuple[str, str | None, str | None] | None:
             else:
                 problems.append(str(item))
         return "; ".join(problems), None, None
+    return None
+
+
+# -- what answers become ------------------------------------------------------------------
+
+
+def connection_error(
+    exc: TransportError, method: str, path: str
+) -> APIConnectionError | ResponseTooLargeError:
+    """A transport failure (or a body past its cap) as the one line the caller sees."""
+    if isinstance(exc, BodyTooLarge):
+        return ResponseTooLargeError(too_large(exc.max_bytes), method=method, path=path)
+    cls = APITimeoutError if exc.timeout else APIConnectionError
+    return cls(redact(" ".join(str(exc).split())), method=method, path=path)
+
+
+def json_body(content: bytes) -> Any:
+    """The JSON of a body, or its text when it is not JSON."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content.decode("utf-8", "replace")
+
+
+def api_error(response: Response, key: Secret | None, method: str, path: str, body: Any = None) -> APIError:
+    """An error from a response, with the gateway's message and any key in it masked."""
+    text = redact(response.content.decode("utf-8", "replace"), key)
+    if body is None:
+        body = json_body(text.encode())
+    else:  # the body came from the caller: scrub it the same way
+        body = json_body(redact(json.dumps(body), key).encode())
+    status = response.status
+    found = error_message(body)
+    message, code, kind = found if found else (text.strip()[:300] or _phrase(status), None, None)
+    if status < 400 and code is not None and code.isdigit() and 400 <= int(code) < 600:
+        status = int(code)  # a 200 carrying an error: its code is the better status
+    cls = status_error(status)
+    error = cls(
+        " ".join(message.split()),
+        status=status,
+        method=method,
+        path=path,
+        code=code,
+        type=kind,
+        request_id=request_id_of(response.headers),
+        body=body,
+        hint=_hint(status, f"{message} {kind or ''}"),
+    )
+    if isinstance(error, RateLimitError):
+        error.retry_after = retry_after(response.headers)
+    return error
+
+
+def body_error(response: Response, body: Any, key: Secret | None, method: str, path: str) -> APIError | None:
+    """The error a 200 body carries (``{"error": {...}}`` and kin), or None."""
+    if isinstance(body, dict) and body.get("error") and error_message(body) and not body.get("choices"):
+        return api_error(response, key, method, path, body)
+    return None
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "no message"
+
+
+# A 400 that is about the key: LiteLLM's proxy answers a key it does not know with 400
+# "No connected db." (type no_db_connection) when it keeps no key database.
+_AUTH_SHAPED = re.compile(
+    r"api[ _-]?key|invalid key|(un)?authori[sz]|authenticat|credential|no_db_connection", re.I
+)
+
+
+def _hint(status: int, text: str) -> str | None:
+    if status == 401 or (status == 400 and _AUTH_SHAPED.search(text)):
+        return "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
     return None

@@ -13,12 +13,13 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
-from .errors import InvalidRequest, JobError
+from .errors import InvalidRequest, JobError, echo
 from .exchange import Program, Sleep
 from .results import Job
 
-__all__ = ["JobPaths", "KINDS", "submitted_id", "job_state", "wait_program"]
+__all__ = ["JobPaths", "KINDS", "path_segment", "submitted_id", "job_state", "wait_program"]
 
 KINDS = ("imagine", "music", "video")
 
@@ -39,12 +40,20 @@ class JobPaths:
         return getattr(self, f"{_kind(kind)}_submit")
 
     def fetch(self, kind: str, job_id: str) -> str:
-        return getattr(self, f"{_kind(kind)}_fetch").format(id=job_id)
+        return getattr(self, f"{_kind(kind)}_fetch").format(id=path_segment(job_id))
+
+
+def path_segment(job_id: str) -> str:
+    """A job id as one path segment: percent-encoded, so that whatever a gateway or a user
+    gave (``../admin``, ``a?b#c``) can change neither the path nor the query."""
+    if not job_id or job_id in (".", "..") or len(job_id) > 1024:
+        raise InvalidRequest("id", f"not a job id: {echo(job_id)}")
+    return quote(job_id, safe="-._~")
 
 
 def _kind(kind: str) -> str:
     if kind not in KINDS:
-        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}; got {echo(kind)}")
     return kind
 
 
@@ -156,7 +165,7 @@ def job_state(kind: str, job_id: str, body: Any, paths: JobPaths) -> Job:
         progress = 100.0
     urls = _urls(inner)
     if kind == "video" and status == "succeeded" and not urls:
-        urls = [(paths.video_content.format(id=job_id), "video/mp4")]
+        urls = [(paths.video_content.format(id=path_segment(job_id)), "video/mp4")]
     return Job(kind, job_id, status, progress, body, error, media_urls=urls)
 
 

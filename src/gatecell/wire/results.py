@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GatecellError
-from .secret import redact
+from .http import request_id_of
 
 __all__ = [
     "ResponseMeta",
-    "request_id_of",
     "Media",
     "Audio",
     "ImageResult",
@@ -91,38 +90,6 @@ class ResponseMeta:
             f"latency={self.latency:.3f}, request_id={self.request_id!r}, attempts={self.attempts}"
             + (", cached=True)" if self.cached else ")")
         )
-
-
-# The request id headers of common gateways and providers, most specific first: OpenAI and
-# most gateways, Anthropic, LiteLLM's proxy, new-api/one-api, Azure, AWS, Google; then a
-# correlation id, and Cloudflare's ray id as the last resort.
-_REQUEST_ID_HEADERS = (
-    "x-request-id",
-    "request-id",
-    "x-litellm-call-id",
-    "x-litellm-response-id",
-    "x-oneapi-request-id",
-    "apim-request-id",
-    "x-ms-request-id",
-    "x-amzn-requestid",
-    "x-amz-request-id",
-    "x-goog-request-id",
-    "x-correlation-id",
-    "cf-ray",
-)
-
-
-def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses, redacted: it is shown
-    in errors and footers, saved with notebooks and logged, and a gateway may put anything
-    there, the client's own key too. (One pass over the headers: each ``get`` of httpx's
-    headers is one, and most names are absent.)"""
-    found = dict(headers.items())
-    for name in _REQUEST_ID_HEADERS:
-        value = found.get(name)
-        if value:
-            return redact(value)
-    return None
 
 
 # -- media ------------------------------------------------------------------------------

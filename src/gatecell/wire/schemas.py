@@ -3,9 +3,11 @@
 Request models carry SPEC's rules (2.1, 2.5, 8) so that both sides refuse the same bad
 input with the same words. They allow extra fields: SPEC leaves much "not shown", and a
 caller may pass what a real gateway accepts (``stream_options``, ``response_format``...).
-Each request model lists those it knows (``passthrough``): the client takes them as
+Each request model lists those it knows (``known_fields``): the client takes them as
 keyword arguments and refuses any other name, so a typo fails before sending instead of
-travelling in the body (anything else goes, deliberately, in ``extra_body``).
+travelling in the body (anything else goes, deliberately, in ``extra_body``). Typed answers
+(`structured.request_fields`) need ``response_format`` on chat, ``text`` on responses,
+``generationConfig`` on generate-content, and ``tools`` + ``tool_choice`` on messages.
 Response models cover what SPEC shows (2.3), and `usage_of` reads every usage shape as one
 `Usage`; everything else is left to the raw body.
 """
@@ -20,7 +22,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, echo
 
 __all__ = [
     "RequestModel",
@@ -70,7 +72,7 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     # Body fields beyond SPEC that public SDKs and gateways send for this endpoint.
-    passthrough: ClassVar[frozenset[str]] = frozenset()
+    known_fields: ClassVar[frozenset[str]] = frozenset()
 
 
 def _non_empty(value: str) -> str:
@@ -89,7 +91,7 @@ class Message(BaseModel):
 class ChatRequest(RequestModel):
     """SPEC 2.1."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "audio",
             "frequency_penalty",
@@ -135,7 +137,7 @@ class NativeMessage(BaseModel):
 class MessagesRequest(RequestModel):
     """SPEC 2.5, native messages."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "metadata",
             "service_tier",
@@ -170,7 +172,7 @@ class Content(BaseModel):
 class GenerateContentRequest(RequestModel):
     """SPEC 2.5, native generate-content (the model name travels in the path)."""
 
-    passthrough = frozenset(
+    known_fields = frozenset(
         {"cachedContent", "generationConfig", "safetySettings", "systemInstruction", "toolConfig", "tools"}
     )
 
@@ -178,7 +180,7 @@ class GenerateContentRequest(RequestModel):
 
 
 class ImageRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "background",
             "moderation",
@@ -201,7 +203,7 @@ class ImageRequest(RequestModel):
 
 
 class ImagineRequest(RequestModel):
-    passthrough = frozenset({"accountFilter", "base64Array", "botType", "notifyHook", "state"})
+    known_fields = frozenset({"accountFilter", "base64Array", "botType", "notifyHook", "state"})
 
     prompt: str
 
@@ -209,7 +211,7 @@ class ImagineRequest(RequestModel):
 
 
 class VideoRequest(RequestModel):
-    passthrough = frozenset({"input_reference", "seconds", "size"})
+    known_fields = frozenset({"input_reference", "seconds", "size"})
 
     model: str = Field(min_length=1)
     prompt: str
@@ -218,7 +220,7 @@ class VideoRequest(RequestModel):
 
 
 class MusicRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "continue_at",
             "continue_clip_id",
@@ -239,7 +241,7 @@ class MusicRequest(RequestModel):
 
 
 class SpeechRequest(RequestModel):
-    passthrough = frozenset({"instructions", "response_format", "speed", "stream_format"})
+    known_fields = frozenset({"instructions", "response_format", "speed", "stream_format"})
 
     model: str = Field(min_length=1)
     voice: str = Field(min_length=1)
@@ -254,7 +256,7 @@ class Reasoning(BaseModel):
 
 
 class ResponsesRequest(RequestModel):
-    passthrough = frozenset(
+    known_fields = frozenset(
         {
             "background",
             "include",
@@ -412,11 +414,11 @@ def explain(exc: ValidationError) -> InvalidRequest:
     got = err.get("input")
     if field in RANGES and kind in ("greater_than_equal", "less_than_equal"):
         lo, hi = RANGES[field]
-        return InvalidRequest(loc, f"must be between {lo:g} and {hi:g}, got {got!r}")
+        return InvalidRequest(loc, f"must be between {lo:g} and {hi:g}, got {echo(got)}")
     if kind == "string_pattern_mismatch" and field == "size":
-        return InvalidRequest(loc, f"must look like WIDTHxHEIGHT (e.g. 1024x1024), got {got!r}")
+        return InvalidRequest(loc, f"must look like WIDTHxHEIGHT (e.g. 1024x1024), got {echo(got)}")
     if kind == "literal_error" and loc.endswith("role"):
-        return InvalidRequest(loc, f"must be one of system, user, assistant; got {got!r}")
+        return InvalidRequest(loc, f"must be one of system, user, assistant; got {echo(got)}")
     if kind == "missing":
         return InvalidRequest(loc, "is required")
     if kind == "too_short":
@@ -425,7 +427,7 @@ def explain(exc: ValidationError) -> InvalidRequest:
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     return InvalidRequest(
-        loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {got!r}")
+        loc, f"{msg[0].lower()}{msg[1:]}" + ("" if kind == "value_error" else f", got {echo(got)}")
     )
 
 
@@ -443,9 +445,9 @@ def refuse_unknown(model: type[RequestModel], method: Callable[..., Any], fields
     """Refuse a keyword argument of ``method`` that is neither one of its parameters nor a
     body field ``model`` knows: an `InvalidRequest` naming it and the closest known name."""
     for name in fields:
-        if name not in model.passthrough:
+        if name not in model.known_fields:
             named = [p for p in inspect.signature(method).parameters if p not in ("extra_body", "fields")]
-            close = _closest(name, [*named, *sorted(model.passthrough)])
+            close = _closest(name, [*named, *sorted(model.known_fields)])
             hint = f"did you mean {close}?" if close else f"its parameters: {', '.join(named)}."
             raise InvalidRequest(
                 name,

@@ -1,4 +1,5 @@
-"""Where the gateway is and which key to use; and how a number or a flag is read from the environment.
+"""Where the gateway is and which key to use; where gatecell keeps its files; and how a
+number or a flag is read from the environment.
 
 Resolution order for each setting: the explicit argument, then ``GATECELL_*``, then the
 ``OPENAI_*`` variables that most tools already set. The base address is stored without a
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from .secret import Secret
@@ -19,6 +21,8 @@ __all__ = [
     "Settings",
     "resolve",
     "root_url",
+    "split_query",
+    "home",
     "env_number",
     "env_flag",
     "ENV_BASE_URL",
@@ -51,6 +55,23 @@ def root_url(url: str) -> str:
     return url
 
 
+def split_query(url: str) -> tuple[str, str]:
+    """A root address and the query it carried (``https://h/v1?api-version=1`` → ``https://h``,
+    ``api-version=1``): the query goes on every request, as Azure-style gateways need."""
+    root, _, query = url.partition("?")
+    return root_url(root), query.partition("#")[0]
+
+
+def home() -> Path:
+    """Where gatecell keeps its files: ``GATECELL_HOME``, else the platform's user data folder."""
+    value = os.environ.get("GATECELL_HOME")
+    if value:
+        return Path(value).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("gatecell", appauthor=False))
+
+
 def _first_env(names: tuple[str, ...]) -> str | None:
     for name in names:
         value = os.environ.get(name)
@@ -68,10 +89,11 @@ def resolve(base_url: str | None = None, api_key: str | Secret | None = None) ->
     )
 
 
-def _config_error(message: str) -> Exception:
-    from .errors import ConfigError
+def _config_error(message: str, value: str) -> Exception:
+    """A `ConfigError` of ``message`` with ``value`` quoted (cut short) in place of ``{}``."""
+    from .errors import ConfigError, echo
 
-    return ConfigError(message)
+    return ConfigError(message.format(echo(value)))
 
 
 def env_number(value: N | None, name: str, default: N) -> N:
@@ -93,7 +115,7 @@ def env_number(value: N | None, name: str, default: N) -> N:
     except ValueError:
         number = math.nan
     if not (math.isfinite(number) and number >= 0 and (kind == "number" or number.is_integer())):
-        raise _config_error(f"{name} must be a non-negative {kind}, got {raw!r}")
+        raise _config_error(f"{name} must be a non-negative {kind}, got {{}}", raw)
     return type(default)(number)
 
 
@@ -107,4 +129,4 @@ def env_flag(value: bool | None, name: str, default: bool = False) -> bool:
         return default
     if word in _TRUE or word in _FALSE:
         return word in _TRUE
-    raise _config_error(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")
+    raise _config_error(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {{}}", raw)

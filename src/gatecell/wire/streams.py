@@ -14,14 +14,21 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import httpx
-
 from .decoders import Decoder
-from .errors import ResponseTooLargeError, StreamError, StreamTimeoutError, StreamTooLargeError
+from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, too_large
+from .http import BodyTooLarge, Response, TransportError
 from .results import ResponseMeta
 from .schemas import ChatCompletion, Usage, usage_of
 
-__all__ = ["TextStream", "AsyncTextStream", "ChatStream", "AsyncChatStream", "Closing", "AsyncClosing"]
+__all__ = [
+    "Stream",
+    "TextStream",
+    "AsyncTextStream",
+    "ChatStream",
+    "AsyncChatStream",
+    "Closing",
+    "AsyncClosing",
+]
 
 C = TypeVar("C", bound="Closing")
 A = TypeVar("A", bound="AsyncClosing")
@@ -53,12 +60,12 @@ class AsyncClosing:
         await self.aclose()
 
 
-class _Stream:
+class Stream:
     """What sync and async streams share: the state of the reply so far, and its end."""
 
     def __init__(
         self,
-        response: httpx.Response,
+        response: Response,
         decoder: Decoder,
         meta: ResponseMeta,
     ) -> None:
@@ -69,7 +76,7 @@ class _Stream:
         self.complete = False  # True once the stream reached its proper end
         # Called once with the stream and its error (or None) when it ends: complete, cut,
         # or closed early. The client sets it to record the call's outcome.
-        self.on_end: Callable[[_Stream, StreamError | None], None] | None = None
+        self.on_end: Callable[[Stream, StreamError | None], None] | None = None
 
     @property
     def meta(self) -> ResponseMeta:
@@ -102,6 +109,11 @@ class _Stream:
     @property
     def usage(self) -> Any:
         """The usage block as the stream sent it (``meta.usage`` has it in chat terms)."""
+        return self._decoder.usage
+
+    @property
+    def raw_usage(self) -> Any:
+        """The usage block as the stream sent it, on every kind of stream."""
         return self._decoder.usage
 
     @property
@@ -141,7 +153,7 @@ class _Stream:
         except StreamError as exc:  # an error event, the idle timeout, an event too large
             error = exc
             raise
-        except (httpx.HTTPError, ResponseTooLargeError) as exc:
+        except TransportError as exc:
             error = self._broken(exc)
             raise error from None
         finally:
@@ -153,14 +165,14 @@ class _Stream:
         if on_end is not None:
             on_end(self, error)
 
-    def _broken(self, exc: httpx.HTTPError | ResponseTooLargeError) -> StreamError:
-        if isinstance(exc, ResponseTooLargeError):
+    def _broken(self, exc: TransportError) -> StreamError:
+        if isinstance(exc, BodyTooLarge):
             cls: type[StreamError] = StreamTooLargeError
-            what = exc.message
-        elif isinstance(exc, httpx.TimeoutException):
-            cls, what = StreamTimeoutError, f"no data within the idle timeout ({type(exc).__name__})"
+            what = too_large(exc.max_bytes)
+        elif exc.timeout:
+            cls, what = StreamTimeoutError, f"no data within the idle timeout ({exc.kind})"
         else:
-            cls, what = StreamError, f"the connection broke mid-stream ({type(exc).__name__})"
+            cls, what = StreamError, f"the connection broke mid-stream ({exc.kind})"
         return cls(what, partial_text=self.text, path=self._meta.endpoint, request_id=self._meta.request_id)
 
     def __repr__(self) -> str:
@@ -170,7 +182,7 @@ class _Stream:
         )
 
 
-class TextStream(_Stream, Closing):
+class TextStream(Stream, Closing):
     """A native stream (messages, generate-content, responses): iterate for ``str`` fragments."""
 
     def __iter__(self) -> Iterator[str]:
@@ -196,7 +208,7 @@ class TextStream(_Stream, Closing):
         self._ended(None)
 
 
-class AsyncTextStream(_Stream, AsyncClosing):
+class AsyncTextStream(Stream, AsyncClosing):
     """`TextStream` for ``async for``."""
 
     async def __aiter__(self) -> AsyncIterator[str]:
@@ -213,7 +225,8 @@ class AsyncTextStream(_Stream, AsyncClosing):
         finally:
             await self._response.aclose()
 
-    async def read(self) -> str:
+    async def aread(self) -> str:
+        """Consume the rest of the stream; return the whole text."""
         async for _ in self:
             pass
         return self.text

@@ -171,7 +171,7 @@ def test_updates_are_coalesced_but_the_final_text_is_complete(gw):
     fragments = 150
     assert reply.text.endswith("150.")
     assert 1 <= reply.updates < fragments / 3
-    assert isinstance(panel.transcript.children[-1], widgets.HTML)
+    assert isinstance(panel.transcript.children[-1], widgets.HTMLMath)
     assert "150." in panel.transcript.children[-1].value
 
 

@@ -4,8 +4,8 @@ the notebook's path (VS Code's ``__vsc_ipynb_file__`` here) and whatever the cal
 from __future__ import annotations
 
 from gatecell import store
+from gatecell.journal import call_context
 from gatecell.notebook.widgets import ChatPanel, MediaPanel
-from gatecell.wire.context import call_context
 
 NOTEBOOK = "/code/panels.ipynb"
 

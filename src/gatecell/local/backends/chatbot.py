@@ -25,7 +25,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Answer", "Turn", "Refused", "answer", "compose", "tokenize", "count_tokens", "text_of"]
+__all__ = [
+    "Answer",
+    "Turn",
+    "Refused",
+    "answer",
+    "compose",
+    "cut",
+    "system_of",
+    "tokenize",
+    "count_tokens",
+    "text_of",
+    "keywords",
+    "words_of",
+    "sentiment",
+    "pick_label",
+]
 
 Turn = tuple[str, str]  # (role, text)
 MAX_DEPTH = 32  # nesting of content blocks; real clients use two or three
@@ -92,14 +107,22 @@ class Answer:
 
 def answer(turns: list[Turn], system: str | None = None, max_tokens: int | None = None) -> Answer:
     """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length"."""
-    system = "\n".join(text for role, text in turns if role == "system") if system is None else system
-    tokens = tokenize(compose(turns, system))
+    system = system_of(turns, system)
+    return cut(compose(turns, system), turns, system, max_tokens)
+
+
+def system_of(turns: list[Turn], system: str | None) -> str:
+    """The system prompt: `system` when given, else the system turns joined."""
+    return "\n".join(text for role, text in turns if role == "system") if system is None else system
+
+
+def cut(text: str, turns: list[Turn], system: str, max_tokens: int | None) -> Answer:
+    """`text` as the `Answer` to `turns`: in tokens, cut at `max_tokens` (finish "length")."""
+    tokens = tokenize(text)
     finish = "stop"
     if max_tokens is not None and len(tokens) > max_tokens:
         tokens, finish = tokens[:max_tokens], "length"
-    prompt_tokens = count_tokens(system or "") + sum(
-        count_tokens(text) for role, text in turns if role != "system"
-    )
+    prompt_tokens = count_tokens(system) + sum(count_tokens(text) for role, text in turns if role != "system")
     return Answer(tokens, finish, prompt_tokens)
 
 
@@ -256,18 +279,39 @@ def _code(question: str, history: list[Turn]) -> str | None:
 
 
 # "Classify ... as A, B or C: TEXT": one of the labels, so a batch over a column can be shown
-# offline. Sentiment labels (positive / negative / neutral) go by a small word list; other
-# labels by which of them the text names. Bounded repeats keep the pattern linear.
+# offline (`pick_label`). Bounded repeats keep the pattern linear.
 _CLASSIFY = re.compile(r"\bclassify\b[^:\n]{0,200}?\bas ([^:\n]{1,200}):", re.I)
 _NOT_LABELS = frozenset("or one of either and the a an".split())
-_POSITIVE = frozenset(
+POSITIVE = frozenset(
     "good great love loved lovely excellent amazing wonderful perfect happy best fantastic nice works "
     "recommend delightful superb".split()
 )
-_NEGATIVE = frozenset(
+NEGATIVE = frozenset(
     "bad terrible hate hated awful broken worst poor disappointing disappointed refund useless slow "
     "never rude".split()
 )
+_WORD = re.compile(r"[a-z']+")
+
+
+def words_of(text: str) -> list[str]:
+    """The lower-case words of `text` (letters and apostrophes)."""
+    return _WORD.findall(text.lower())
+
+
+def sentiment(words: list[str]) -> int:
+    """Positive words of the small lexicon minus negative ones: > 0 positive, < 0 negative."""
+    return sum(w in POSITIVE for w in words) - sum(w in NEGATIVE for w in words)
+
+
+def pick_label(labels: list[str], text: str) -> str | None:
+    """The label `text` argues for, or None when nothing does. Sentiment labels (positive,
+    negative, neutral: any case) go by the lexicon; other labels by which one the text names."""
+    words = words_of(text)
+    by_word = {label.lower(): label for label in labels}
+    if "positive" in by_word and "negative" in by_word:
+        score = sentiment(words)
+        return by_word["positive" if score > 0 else "negative"] if score else by_word.get("neutral")
+    return next((by_word[w] for w in words if w in by_word), None)
 
 
 def _classify(question: str, history: list[Turn]) -> str | None:
@@ -279,14 +323,7 @@ def _classify(question: str, history: list[Turn]) -> str | None:
     )
     if len(labels) < 2 or match is None:
         return None
-    words = re.findall(r"[a-z']+", question[match.end() :].lower())
-    by_word = {label.lower(): label for label in labels}
-    if "positive" in by_word and "negative" in by_word:
-        score = sum(w in _POSITIVE for w in words) - sum(w in _NEGATIVE for w in words)
-        if score:
-            return by_word["positive" if score > 0 else "negative"]
-        return by_word.get("neutral", labels[-1])
-    return next((by_word[w] for w in words if w in by_word), labels[-1])
+    return pick_label(labels, question[match.end() :]) or labels[-1]
 
 
 _NAME = re.compile(r"\bmy name is ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)", re.I)
@@ -332,7 +369,7 @@ def _canned(question: str, history: list[Turn]) -> str | None:
     return next((reply for pattern, reply in _CANNED if pattern.search(question)), None)
 
 
-_STOP = set(
+STOP_WORDS = frozenset(
     "a an the and or but if of to in on at for with by from is are was were be been am do does did "
     "what which who whom whose why how when where can could would should will shall may might must "
     "i you he she it we they me my your our their this that these those please tell about explain "
@@ -340,13 +377,14 @@ _STOP = set(
 )
 
 
-def _keywords(text: str, limit: int = 5) -> list[str]:
+def keywords(text: str, limit: int = 5) -> list[str]:
+    """The first `limit` distinct words of three letters or more that are not stop words."""
     seen: list[str] = []
     lows: set[str] = set()
     for match in re.finditer(r"[A-Za-z][A-Za-z0-9'-]{2,}", text):
         word = match.group()
         low = word.lower()
-        if low not in _STOP and low not in lows:
+        if low not in STOP_WORDS and low not in lows:
             seen.append(word)
             lows.add(low)
             if len(seen) == limit:
@@ -374,7 +412,7 @@ def _describe(question: str, history: list[Turn], system: str) -> str:
         "",
         f"- it is {kind} of {len(words)} word{'s' if len(words) != 1 else ''}",
     ]
-    keys = _keywords(question)
+    keys = keywords(question)
     if keys:
         lines.append("- key terms: " + ", ".join(keys))
     turns = sum(1 for role, _ in history if role == "user")

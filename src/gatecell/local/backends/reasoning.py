@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .chatbot import Answer, Turn, answer, count_tokens
+from .chatbot import Answer, Turn, count_tokens
+from .typed import Wanted, answer
 
 __all__ = ["EFFORTS", "Thought", "think"]
 
@@ -30,14 +31,18 @@ def think(
     effort: str | None = None,
     instructions: str | None = None,
     max_tokens: int | None = None,
+    wanted: Wanted | None = None,
 ) -> Thought:
-    """Answer `turns` and explain the route taken; `effort` must be a key of EFFORTS (default medium)."""
+    """Answer `turns` (typed when `wanted` or the prompt asks: see `typed.answer`) and explain
+    the route taken; `effort` must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"
-    reply = answer(turns, instructions, max_tokens)
+    reply = answer(turns, instructions, max_tokens, wanted)
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     words = len(question.split())
     steps = [f"Read the question ({words} word{'s' if words != 1 else ''})."]
-    if "=" in reply.text and any(ch.isdigit() for ch in reply.text):
+    if reply.text[:1] in ("{", "["):
+        steps.append("It asks for JSON, so I filled the schema from what the prompt says.")
+    elif "=" in reply.text and any(ch.isdigit() for ch in reply.text):
         steps.append("It is arithmetic, so I evaluated the expression exactly.")
     else:
         steps.append("It is not a calculation I can check, so I describe what I received.")

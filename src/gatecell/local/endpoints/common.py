@@ -31,6 +31,7 @@ __all__ = [
     "read_json",
     "validated",
     "compose",
+    "requested",
     "MAX_PROMPT",
     "check_length",
     "check",
@@ -137,6 +138,14 @@ async def compose(fn: Callable[..., T], *args: Any) -> T:
     """Compose a local-chat reply off the event loop; what the stand-in refuses is a 400."""
     try:
         return await off_loop(fn, *args)
+    except Refused as exc:
+        raise Fail(400, str(exc)) from None
+
+
+def requested(reader: Callable[[dict[str, Any]], T], data: dict[str, Any]) -> T:
+    """What the body asks of the stand-in, as `reader` finds it; a malformed ask is a 400."""
+    try:
+        return reader(data)
     except Refused as exc:
         raise Fail(400, str(exc)) from None
 

@@ -1,4 +1,6 @@
-"""POST /v1/chat/completions (SPEC 2.1-2.4, 6) for ``local-chat``; other models go upstream."""
+"""POST /v1/chat/completions (SPEC 2.1-2.4, 6) for ``local-chat``; other models go upstream.
+
+A ``response_format`` (json_schema, json_object) is answered with JSON (`backends.typed`)."""
 
 from __future__ import annotations
 
@@ -11,16 +13,27 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ChatRequest
 from gatecell.wire.sse import DONE, encode
 
-from ..backends import chatbot
+from ..backends import chatbot, typed
 from ..registry import CHAT
-from .common import compose, event_stream, json_response, model_endpoint, now, pace_of, paced, runtime
+from .common import (
+    compose,
+    event_stream,
+    json_response,
+    model_endpoint,
+    now,
+    pace_of,
+    paced,
+    requested,
+    runtime,
+)
 
 
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
     turns = [(m.role, m.content) for m in req.messages]
-    answer = await compose(chatbot.answer, turns, None, req.max_tokens)
+    wanted = requested(typed.by_chat, data)
+    answer = await compose(typed.answer, turns, None, req.max_tokens, wanted)
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,

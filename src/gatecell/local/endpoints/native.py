@@ -1,7 +1,13 @@
-"""The native conversation formats for ``local-chat`` (WIRE-NOTES): messages and generate-content."""
+"""The native conversation formats for ``local-chat`` (WIRE-NOTES): messages and generate-content.
+
+Typed answers (`backends.typed`): a messages request that forces a tool (``tool_choice``) is
+answered with that tool's call, its ``input`` filled to the tool's schema (streamed as
+``input_json_delta`` events); a generate-content request with ``responseMimeType``
+application/json (and a ``responseSchema``) with JSON text."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +18,7 @@ from starlette.responses import Response
 from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chatbot
+from ..backends import chatbot, typed
 from ..errors import Fail, shown
 from ..registry import MESSAGES
 from .common import (
@@ -24,6 +30,7 @@ from .common import (
     paced,
     read_json,
     remote,
+    requested,
     runtime,
     served,
     validated,
@@ -39,14 +46,22 @@ _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 @model_endpoint(MessagesRequest, MESSAGES)
 async def messages(request: Request, req: MessagesRequest, data: dict) -> Response:
     rt = runtime(request)
-    answer = await compose(_messages_answer, req, data.get("system") or "")
+    tool = requested(typed.forced_tool, data)
+    wanted = typed.Wanted(tool[1]) if tool else None
+    answer = await compose(_messages_answer, req, data.get("system") or "", wanted)
+    block: dict[str, Any] = {"type": "text", "text": answer.text}
+    stop = _STOP[answer.finish_reason]
+    if tool is not None:
+        block = {"type": "tool_use", "id": f"toolu_{secrets.token_hex(12)}", "name": tool[0], "input": {}}
+        if answer.finish_reason == "stop":
+            block["input"], stop = json.loads(answer.text), "tool_use"
     message = {
         "id": f"msg_{secrets.token_hex(12)}",
         "type": "message",
         "role": "assistant",
         "model": req.model,
-        "content": [{"type": "text", "text": answer.text}],
-        "stop_reason": _STOP[answer.finish_reason],
+        "content": [block],
+        "stop_reason": stop,
         "stop_sequence": None,
         "usage": {"input_tokens": answer.prompt_tokens, "output_tokens": answer.completion_tokens},
     }
@@ -55,9 +70,9 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
     return event_stream(_message_events(message, answer, pace_of(request, rt)))
 
 
-def _messages_answer(req: MessagesRequest, system: Any) -> chatbot.Answer:
+def _messages_answer(req: MessagesRequest, system: Any, wanted: typed.Wanted | None) -> chatbot.Answer:
     turns: list[chatbot.Turn] = [(m.role, chatbot.text_of(m.content)) for m in req.messages]
-    return chatbot.answer(turns, chatbot.text_of(system), req.max_tokens)
+    return typed.answer(turns, chatbot.text_of(system), req.max_tokens, wanted)
 
 
 async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
@@ -65,14 +80,20 @@ async def _message_events(message: dict, answer: chatbot.Answer, pace: float) ->
         return encode(data, data["type"])
 
     start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
+    block = message["content"][0]
     yield ev({"type": "message_start", "message": start})
-    yield ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    if block["type"] == "tool_use":  # the call's input arrives as pieces of its JSON text
+        opened, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": ""}
+        key = "partial_json"
+    else:
+        opened, delta, key = {"type": "text", "text": ""}, {"type": "text_delta", "text": ""}, "text"
+    yield ev({"type": "content_block_start", "index": 0, "content_block": opened})
     yield ev({"type": "ping"})
     async for token in paced(answer.tokens, pace):
-        yield ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}})
+        yield ev({"type": "content_block_delta", "index": 0, "delta": {**delta, key: token}})
     yield ev({"type": "content_block_stop", "index": 0})
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    yield ev({"type": "message_delta", "delta": delta, "usage": {"output_tokens": answer.completion_tokens}})
+    ending = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    yield ev({"type": "message_delta", "delta": ending, "usage": {"output_tokens": answer.completion_tokens}})
     yield ev({"type": "message_stop"})
 
 
@@ -92,7 +113,8 @@ async def generate(request: Request) -> Response:
     req = await validated(GenerateContentRequest, body, data)
     served(model, f"/v1beta/models/{model}:generateContent")
     system = data.get("systemInstruction") or data.get("system_instruction") or ""
-    answer = await compose(_content_answer, req, system, _max_output_tokens(data))
+    wanted = requested(typed.by_generate, data)
+    answer = await compose(_content_answer, req, system, _max_output_tokens(data), wanted)
     usage = {
         "promptTokenCount": answer.prompt_tokens,
         "candidatesTokenCount": answer.completion_tokens,
@@ -118,11 +140,13 @@ async def generate(request: Request) -> Response:
     return event_stream(_content_events(reply, answer, pace_of(request, rt)))
 
 
-def _content_answer(req: GenerateContentRequest, system: Any, max_tokens: int | None) -> chatbot.Answer:
+def _content_answer(
+    req: GenerateContentRequest, system: Any, max_tokens: int | None, wanted: typed.Wanted | None
+) -> chatbot.Answer:
     turns = [
         ("assistant" if c.role == "model" else "user", chatbot.text_of(c.model_dump())) for c in req.contents
     ]
-    return chatbot.answer(turns, chatbot.text_of(system), max_tokens)
+    return typed.answer(turns, chatbot.text_of(system), max_tokens, wanted)
 
 
 async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:

@@ -1,4 +1,7 @@
-"""POST /v1/responses for ``local-reasoner`` (WIRE-NOTES "Responses"), streaming or not."""
+"""POST /v1/responses for ``local-reasoner`` (WIRE-NOTES "Responses"), streaming or not.
+
+A ``text.format`` (json_schema, json_object) is answered with JSON (`backends.typed`) and
+echoed in the response's ``text``, as real gateways do."""
 
 from __future__ import annotations
 
@@ -13,11 +16,11 @@ from starlette.responses import Response
 from gatecell.wire.schemas import ResponsesRequest
 from gatecell.wire.sse import encode
 
-from ..backends import chatbot
+from ..backends import chatbot, typed
 from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail, shown
 from ..registry import RESPONSES
-from .common import compose, event_stream, json_response, model_endpoint, pace_of, paced, runtime
+from .common import compose, event_stream, json_response, model_endpoint, pace_of, paced, requested, runtime
 
 
 @model_endpoint(ResponsesRequest, RESPONSES)
@@ -38,17 +41,24 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
             param="max_output_tokens",
         )
     instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
-    thought = await compose(_think, req.input, effort, instructions, limit)
+    wanted = requested(typed.by_responses, data)
+    thought = await compose(_think, req.input, effort, instructions, limit, wanted)
     shell = _shell(req.model, effort or "medium", instructions)
+    if wanted is not None:
+        shell["text"] = data["text"]
     if not req.stream:
         return json_response(_finished(shell, thought))
     return event_stream(_events(shell, thought, pace_of(request, rt)))
 
 
 def _think(
-    input: str | list[Any], effort: str | None, instructions: str | None, limit: int | None
+    input: str | list[Any],
+    effort: str | None,
+    instructions: str | None,
+    limit: int | None,
+    wanted: typed.Wanted | None,
 ) -> Thought:
-    return think(_turns(input), effort, instructions, limit)
+    return think(_turns(input), effort, instructions, limit, wanted)
 
 
 def _turns(input: str | list[Any]) -> list[chatbot.Turn]:

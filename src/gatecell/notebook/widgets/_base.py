@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
+from gatecell.notebook.markdown import ALERT, MUTED
+
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = [
     "ENDPOINTS",
@@ -52,7 +54,7 @@ def resolve_gateway(gateway: Gateway | AsyncGateway | None) -> Gateway:
         from gatecell.notebook import session_for
 
         return session_for().gateway
-    from gatecell.wire.client import AsyncGateway
+    from gatecell.gateway import AsyncGateway
 
     if isinstance(gateway, AsyncGateway):
         from ._bridge import SyncGateway
@@ -139,7 +141,7 @@ def latency_text(result: Any) -> str:
 def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     """Run ``target`` in a daemon thread, in a copy of the caller's context (a thread starts
     with an empty one): the calls it makes are logged with the notebook's path, and with
-    whatever the caller set (`gatecell.wire.context`)."""
+    whatever the caller set (`gatecell.journal`)."""
     from gatecell.notebook.log import calls_in
 
     context = contextvars.copy_context()
@@ -273,13 +275,13 @@ class Panel(widgets.VBox):
         self.error = text
         self.status.remove_class("gatecell-info")
         self.status.add_class("gatecell-error")
-        self.status.value = f'<span style="color:#b00020">{html.escape(text)}</span>'
+        self.status.value = f'<span style="color:{ALERT}">{html.escape(text)}</span>'
 
     def show_info(self, text: str) -> None:
         self.error = None
         self.status.remove_class("gatecell-error")
         self.status.add_class("gatecell-info")
-        self.status.value = f'<span style="color:#555">{html.escape(text)}</span>'
+        self.status.value = f'<span style="color:{MUTED}">{html.escape(text)}</span>'
 
     def fail(self, err: BaseException) -> None:
         self.show_error(error_line(err, self.gateway))

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway
+    from gatecell.gateway import AsyncGateway
 
 __all__ = ["SyncGateway"]
 
@@ -32,11 +31,7 @@ class SyncGateway:
     fetched, since the bytes of an async result are only had by awaiting them."""
 
     def __init__(self, gateway: AsyncGateway) -> None:
-        self.gateway = copy.copy(gateway)
-        http = gateway._http  # the same address, timeouts and headers (the key) in a new pool
-        self.gateway._http = gateway._connect(
-            base_url=http.base_url, timeout=http.timeout, headers=http.headers
-        )
+        self.gateway = gateway.clone()  # the same gateway and key, in a pool of the bridge's loop
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="gatecell-async-panel", daemon=True)
         self.thread.start()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._base import error_line, start_thread
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import Gateway
+    from gatecell.gateway import Gateway
 
 __all__ = ["Coalescer", "LiveReply", "token_counts"]
 

@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from gatecell.notebook.markdown import NOT_MATH
 from gatecell.notebook.memory import Conversation, Turn
+from gatecell.wire.errors import echo
 from gatecell.wire.schemas import RANGES
 
 from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["ChatPanel", "sampling_controls", "sampling"]
 
@@ -71,7 +73,7 @@ def sampling(temperature: float, top_p: float, max_tokens: str) -> dict[str, Any
     text = str(max_tokens).strip()
     if text and text != "0":
         if not text.isdigit():
-            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {text!r}")
+            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {echo(text)}")
         fields["max_tokens"] = int(text)
     return fields
 
@@ -122,7 +124,7 @@ class ChatPanel(Panel):
             widgets.HBox([self.send_button, self.stop_button, self.clear_button]),
             self.status,
         )
-        self._bubbles: dict[int, tuple[Turn, widgets.HTML]] = {}  # id(turn) -> its bubble
+        self._bubbles: dict[int, tuple[Turn, widgets.HTMLMath]] = {}  # id(turn) -> its bubble
         self.reply: LiveReply | None = None
         """The current or last reply (text, error, latency, ttft, usage)."""
         self.refresh()
@@ -298,20 +300,23 @@ def _refresh_after_cells(panel: ChatPanel) -> None:
     shell.events.register("post_run_cell", refresh)
 
 
-def _turn_bubble(turn: Turn) -> widgets.HTML:
+def _turn_bubble(turn: Turn) -> widgets.HTMLMath:
     return _bubble(turn.role, turn.content, turn.prov.get("model"), "partial" if turn.partial else "")
 
 
-def _bubble(role: str, text: str, model: str | None = None, note: str = "") -> widgets.HTML:
-    bubble = widgets.HTML(_bubble_html(role, text, model, note)).add_class("gatecell-message")
+def _bubble(role: str, text: str, model: str | None = None, note: str = "") -> widgets.HTMLMath:
+    # HTMLMath: a front end that typesets widget HTML (JupyterLab, Voila) typesets the reply's
+    # formulas, and only those (NOT_MATH); elsewhere they show as their TeX source
+    bubble = widgets.HTMLMath(_bubble_html(role, text, model, note)).add_class("gatecell-message")
     return bubble.add_class(f"gatecell-{role}")
 
 
 def _bubble_html(role: str, text: str, model: str | None = None, note: str = "") -> str:
     who = {"user": "You", "system": "System"}.get(role, model or "Assistant")
     mark = f' <i class="gatecell-note">({html.escape(note)})</i>' if note else ""
-    colour = "#eef3ff" if role == "user" else "#f6f6f6"
+    # translucent, so that the bubbles read on a light and a dark background alike
+    colour = "rgba(66,133,244,.12)" if role == "user" else "rgba(127,127,127,.1)"
     return (
-        f'<div style="background:{colour};padding:4px 8px;margin:2px 0;border-radius:6px">'
+        f'<div class="{NOT_MATH}" style="background:{colour};padding:4px 8px;margin:2px 0;border-radius:6px">'
         f"<b>{html.escape(who)}</b>{mark}{text_html(text, markdown=role == 'assistant')}</div>"
     )

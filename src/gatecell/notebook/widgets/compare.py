@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from gatecell.notebook.markdown import ALERT, MUTED
+
 from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply, token_counts
 from .chat import sampling, sampling_controls
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["ComparePanel"]
 
@@ -145,7 +147,7 @@ class _Column(widgets.VBox):
 
     def __init__(self, model: str) -> None:
         self.header = widgets.HTML(f"<b>{html.escape(model)}</b>")
-        self.body = widgets.HTML(text_html("", markdown=True)).add_class("gatecell-compare-text")
+        self.body = widgets.HTMLMath(text_html("", markdown=True)).add_class("gatecell-compare-text")
         self.stats = widgets.HTML("…").add_class("gatecell-compare-stats")
         super().__init__(
             [self.header, follower(self.body), self.stats],
@@ -158,8 +160,8 @@ class _Column(widgets.VBox):
 
     def finish(self, reply: LiveReply) -> None:
         if reply.error:
-            line = f'<span style="color:#b00020">{html.escape(reply.error)}</span>'
+            line = f'<span style="color:{ALERT}">{html.escape(reply.error)}</span>'
         else:
             note = " (stopped)" if reply.stopped else ""
-            line = f'<span style="color:#555">{html.escape(reply.summary())}{note}</span>'
+            line = f'<span style="color:{MUTED}">{html.escape(reply.summary())}{note}</span>'
         self.stats.value = line

@@ -17,7 +17,7 @@ from .media import MediaPanel
 from .speech import SpeechPanel
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["Dashboard", "dashboard"]
 

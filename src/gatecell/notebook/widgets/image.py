@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from gatecell.wire.errors import echo
+
 from ._base import Panel, button, latency_text, media_widget, prompt_box
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["ImagePanel"]
 
@@ -66,7 +68,7 @@ class ImagePanel(Panel):
         if not prompt.strip():
             return self.show_error("the prompt is empty")
         if size and not _SIZE.match(size):
-            return self.show_error(f"size must look like 512x512, not {size!r}")
+            return self.show_error(f"size must look like 512x512, not {echo(size)}")
         model = self.model.value
 
         def work() -> None:

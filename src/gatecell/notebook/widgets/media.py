@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from gatecell.wire.errors import echo
+
 from ._base import Panel, button, error_line, media_widget, prompt_box, start_thread
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["MediaPanel", "JobView"]
 
@@ -74,7 +76,7 @@ class MediaPanel(Panel):
         prompt = self.prompt.value if prompt is None else prompt
         style = (self.style.value if style is None else style).strip() or None
         if kind not in KINDS:
-            self.show_error(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+            self.show_error(f"kind must be one of {', '.join(KINDS)}, not {echo(kind)}")
             return None
         if kind == "video" and not self.model.value:
             self.show_error("no model to ask: the gateway listed no video model")

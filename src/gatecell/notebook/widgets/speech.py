@@ -10,7 +10,7 @@ import ipywidgets as widgets
 from ._base import Panel, button, latency_text, media_widget, prompt_box
 
 if TYPE_CHECKING:
-    from gatecell.wire.client import AsyncGateway, Gateway
+    from gatecell.gateway import AsyncGateway, Gateway
 
 __all__ = ["SpeechPanel"]
 

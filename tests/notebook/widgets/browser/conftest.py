@@ -8,14 +8,10 @@ The servers and the browser come from tests/browsers.py.
 
 from __future__ import annotations
 
-import os
 import secrets
-from pathlib import Path
 
 import pytest
 from browsers import ROOT, clean_env, dashboard_page, free_port, serve, voila
-
-SCREENSHOTS = Path(os.environ.get("GATECELL_SCREENSHOTS", ROOT / ".artifacts" / "screenshots"))
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +39,3 @@ def page(browser, voila_url):
     """One dashboard page for the module: each page load starts a kernel."""
     with dashboard_page(browser, voila_url) as found:
         yield found
-
-
-@pytest.fixture(scope="session")
-def screenshots() -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS

@@ -59,6 +59,8 @@ def test_chat_reply_streams_into_the_panel(page, screenshots):
 
 MARKDOWN = """repeat after me: # Shopping list
 
+Twelve eggs weigh $m \\approx 12 \\times 60\\,\\mathrm{g}$.
+
 | item | count |
 |------|------:|
 | eggs | 12 |
@@ -108,7 +110,22 @@ def test_a_reply_renders_as_markdown(page, screenshots):
     assert comment.inner_text() == "# all of them"
     assert comment.evaluate("e => getComputedStyle(e).fontStyle") == "italic"  # the stylesheet applies
     assert "#" not in reply.locator("h1").inner_text()  # rendered, not shown as source
+    reply.locator("mjx-container").wait_for()  # the formula, typeset
     page.locator(".gatecell-dashboard").screenshot(path=str(screenshots / "chat-markdown.png"))
+
+
+MATH = r"repeat after me: The mean is \(\bar x = \tfrac1n \sum_i x_i\), a coffee costs $5 and tea $3."
+
+
+def test_a_formula_in_a_reply_is_typeset_and_a_price_is_not(page):
+    chat = page.locator(".gatecell-chat")
+    chat.locator(".gatecell-prompt textarea").fill(MATH)
+    chat.locator("button.gatecell-send").click()
+    reply = chat.locator(".gatecell-assistant", has_text="a coffee costs $5 and tea $3.")  # the end
+    reply.locator("mjx-container").wait_for()  # Voila typesets an HTMLMath widget
+    assert reply.locator("mjx-container").count() == 1
+    assert reply.locator("mjx-merror").count() == 0
+    chat.locator("button.gatecell-send:enabled").wait_for()  # the stream has ended
 
 
 def test_the_transcript_follows_the_stream_unless_scrolled_up(page):

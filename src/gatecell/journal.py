@@ -1,10 +1,20 @@
 """The client's side of the store: each call's outcome logged, jobs recorded, the cache
-looked up and replayed (see ``docs/store.md``).
+looked up and replayed (see ``docs/store.md``); and what a call is part of.
 
-Loaded by a client on its first call that logs or asks the cache, never at import: ``import
-gatecell`` and ``Gateway()`` load no SQLite. Everything here runs on the caller's path, so
-it only gathers references (`gatecell.store.Store.log` returns in about a microsecond; the
-JSON, redaction and hashing happen in the store's writer thread).
+`Journal` is the `Hooks` of `gatecell.gateway`'s clients: the wire asks it as each call
+starts and tells it how the call ended, and knows nothing of SQLite. The store is loaded on
+a client's first call that logs or asks the cache, never at import: ``import gatecell`` and
+``Gateway()`` load no SQLite. Everything here runs on the caller's path, so it only gathers
+references (`gatecell.store.Store.record_exchange` returns in about a microsecond; the JSON, redaction
+and hashing happen in the store's writer thread).
+
+**What a call is part of** (`CallContext`) is how the notebook layer tells the journal which
+conversation and which notebook a request belongs to, and asks for the cache: a
+`contextvars` variable, set around a call (``with call_context(...)``) and read when the call
+starts, so concurrent cells, panels and tasks each see their own. Threads start with an
+empty context: whoever starts one copies the context it needs
+(`contextvars.copy_context().run`), as the panels do. The notebook's path comes from there,
+else from ``JPY_SESSION_NAME``, which Jupyter Server sets for the kernels it starts.
 
 **Which gateway.** The log names a gateway by its root address, except the local gateway
 (the one embedded in this process, or ``gatecell lab``'s), which is ``local``: its port and
@@ -22,82 +32,125 @@ endpoint's own shape (WIRE-NOTES) from its text, reasoning and usage.
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from gatecell import store
-
-from .apis import CACHEABLE, api_of
-from .context import CallContext, notebook_of
-from .errors import InvalidRequest
-from .exchange import Call, Outcome
-from .results import Audio, ImageResult, Job, Reply, ResponseMeta
-from .schemas import ChatCompletion
-from .streams import _Stream
+from gatecell.wire.apis import CACHEABLE, api_of
+from gatecell.wire.calls import Hooks, Outcome
+from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.exchange import Call
+from gatecell.wire.http import Headers, Request, Response
+from gatecell.wire.results import Audio, ImageResult, Job, Reply, ResponseMeta
+from gatecell.wire.schemas import ChatCompletion
+from gatecell.wire.secret import Secret
+from gatecell.wire.streams import Stream
 
 if TYPE_CHECKING:
-    from .client import _Endpoints
+    from gatecell import store
 
-__all__ = ["Journal", "LOCAL", "is_local"]
+__all__ = ["Journal", "LOCAL", "CallContext", "call_context", "current", "notebook_of", "ENV_NOTEBOOK"]
 
 LOCAL = "local"
-_JSON_HEADERS = {"content-type": "application/json"}
+ENV_NOTEBOOK = "JPY_SESSION_NAME"
+_JSON_HEADERS = Headers({"content-type": "application/json"})
+
+
+@dataclass(frozen=True)
+class CallContext:
+    conversation: str | None = None  # the conversation's name (``%%chat -c NAME``)
+    notebook: str | None = None  # the notebook's path, when the caller knows it
+    cache: bool | None = None  # answer from the log for this call (None: the client's setting)
+
+
 _EMPTY = CallContext()
+_current: ContextVar[CallContext] = ContextVar("gatecell_call_context", default=_EMPTY)
 
 
-def is_local(base_url: str) -> bool:
-    """Whether ``base_url`` is the local gateway: the one ``gatecell lab`` handed down
-    (``GATECELL_LOCAL_URL``), or the one embedded in this process."""
-    import sys
-
-    from gatecell.connect import local_url
-
-    from .settings import root_url
-
-    root = root_url(base_url)
-    embedded = sys.modules.get("gatecell.local.embedded")  # loaded only when it was started
-    running = getattr(embedded, "_current", None)
-    return root == local_url() or (running is not None and root == running.base_url)
+def current() -> CallContext:
+    return _current.get()
 
 
-class Journal:
-    """One client's log: ``record`` each outcome, ``lookup`` the cache, ``kind_of`` a job."""
+@contextmanager
+def call_context(**fields: str | bool | None) -> Iterator[CallContext]:
+    """Calls made inside the block carry these fields (the others as around it)."""
+    context = replace(_current.get(), **fields)  # type: ignore[arg-type]
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
 
-    def __init__(self, client: _Endpoints[Any, Any, Any, Any, Any, Any, Any, Any]) -> None:
-        self._client = client
-        self.store = store.default_store(log=True)  # the client decides whether to write
-        self.gateway = LOCAL if is_local(client.base_url) else client.base_url
+
+def notebook_of(context: CallContext) -> str | None:
+    """The notebook a call came from: the context's, else Jupyter Server's session name."""
+    return context.notebook or os.environ.get(ENV_NOTEBOOK) or None
+
+
+@dataclass(frozen=True)
+class _Note:
+    """What the journal notes as a call starts, for when it ends."""
+
+    context: CallContext
+    at: float
+    cache_key: str | None
+
+
+class Journal(Hooks):
+    """One client's log and cache, as its `Hooks`.
+
+    **Parameters:** ``gateway``: the log's name for the client's gateway (`LOCAL`, or its
+    root address); ``key``: the client's key, a function since the client may change it (it
+    is masked in everything written); ``log``, ``cache``, ``log_media``: functions telling
+    whether to log, to answer from the log, to keep media bytes (the client's switches,
+    which may change at any time).
+    """
+
+    def __init__(
+        self,
+        gateway: str,
+        key: Callable[[], Secret | None],
+        log: Callable[[], bool],
+        cache: Callable[[], bool],
+        log_media: Callable[[], bool],
+    ) -> None:
+        self.gateway = gateway
+        self._key = key
+        self._log = log
+        self._cache = cache
+        self._log_media = log_media
+        self._store: store.Store | None = None
+
+    @property
+    def store(self) -> store.Store:
+        """The store, opened on first use (it loads SQLite)."""
+        if self._store is None:
+            from gatecell.store import default_store
+
+            self._store = default_store(log=True)  # the client decides whether to write
+        return self._store
 
     # -- the cache ----------------------------------------------------------------------
 
-    @staticmethod
-    def wanted(call: Call, cache: bool, context: CallContext) -> bool:
-        """Whether to ask the cache for ``call``: the context's say, else the client's."""
-        asked = cache if context.cache is None else context.cache
-        return asked and call.method == "POST" and api_of(call.path) in CACHEABLE
+    def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
+        context, at = _current.get(), time.time()
+        asked = self._cache() if context.cache is None else context.cache
+        if not (asked and call.method == "POST" and api_of(call.path) in CACHEABLE):
+            return _Note(context, at, None), None
+        from gatecell.store import cache_key
 
-    def lookup(self, call: Call) -> tuple[str, store.Answer | None]:
-        """The call's cache key, and the logged answer to it (None when there is none)."""
-        key = store.cache_key(call.path, call.model, call.body, self.gateway)
-        return key, self.store.lookup(key)
-
-    def replayed(self, call: Call, answer: store.Answer) -> tuple[httpx.Response, ResponseMeta]:
-        """A response as the gateway would send it, holding the logged answer: no request."""
-        started = time.perf_counter()
-        body = answer.response if answer.response is not None else _rebuilt(call, answer)
-        request = httpx.Request(call.method, self._client.base_url + call.path)
-        response = httpx.Response(
-            200, headers=_JSON_HEADERS, content=json.dumps(body).encode(), request=request
-        )
-        meta = ResponseMeta(call.path, call.model, 200, 0.0, request_id=answer.request_id, cached=True)
-        meta.latency = time.perf_counter() - started
-        return response, meta
+        key = cache_key(call.path, call.model, call.body, self.gateway)
+        answer = self.store.lookup(key)
+        note = _Note(context, at, key)
+        return note, (None if answer is None else _replayed(call, answer))
 
     # -- jobs ---------------------------------------------------------------------------
 
-    def kind_of(self, job_id: str) -> str:
+    def job_kind(self, job_id: str) -> str:
         """The kind of a job this client's gateway ran, from the log: a job is picked up by
         its id alone, in any kernel."""
         found = self.store.job(job_id, gateway=self.gateway)
@@ -116,22 +169,24 @@ class Journal:
 
     # -- the log ------------------------------------------------------------------------
 
-    def record(self, outcome: Outcome) -> None:
+    def ended(self, outcome: Outcome) -> None:
         """Log one outcome: an exchange, a job's news, or both (a submit)."""
+        if not self._log():
+            return
         call, result, meta, error = outcome.call, outcome.result, outcome.meta, outcome.error
-        context = outcome.context or _EMPTY
-        secrets = (self._client.api_key,)
+        note: _Note = outcome.note or _Note(_EMPTY, time.time(), None)
+        context = note.context
+        secrets = (self._key(),)
         if isinstance(result, Job):
-            self._job(call, result, context, secrets, outcome.at)
+            self._job(call, result, context, secrets, note.at)
         if not call.logged:
             return
         text = reasoning = media = media_type = response = None
         usage: Any = None
         latency = meta.latency if meta is not None else None
-        if isinstance(result, _Stream):
-            text, reasoning, usage = result.text, result.reasoning, result._decoder.usage
-            if outcome.at is not None:  # a stream's time runs to its end, not to its headers
-                latency = time.time() - outcome.at
+        if isinstance(result, Stream):
+            text, reasoning, usage = result.text, result.reasoning, result.raw_usage
+            latency = time.time() - note.at  # a stream's time runs to its end, not to its headers
         elif isinstance(result, ChatCompletion):
             message = result.choices[0].message if result.choices else None
             extra = (message.model_extra or {}) if message is not None else {}
@@ -149,7 +204,7 @@ class Journal:
             response = outcome.body
         elif result is not None:
             response = outcome.body
-        self.store.log(
+        self.store.record_exchange(
             call.path,
             call.model,
             call.body,
@@ -166,12 +221,12 @@ class Journal:
             gateway=self.gateway,
             cached=meta is not None and meta.cached,
             partial=outcome.partial,
-            cache_key=outcome.cache_key,
+            cache_key=note.cache_key,
             media=media,
             media_type=media_type,
-            log_media=self._client.log_media,
+            log_media=self._log_media(),
             secrets=secrets,
-            at=outcome.at,
+            at=note.at,
         )
 
     def _job(
@@ -204,7 +259,18 @@ def _prompt(body: bytes | None) -> str | None:
     return prompt if isinstance(prompt, str) else None
 
 
-def _rebuilt(call: Call, answer: store.Answer) -> dict[str, Any]:
+def _replayed(call: Call, answer: store.CachedReply) -> tuple[Response, ResponseMeta]:
+    """A response as the gateway would send it, holding the logged answer: no request."""
+    started = time.perf_counter()
+    body = answer.response if answer.response is not None else _rebuilt(call, answer)
+    request = Request(call.method, call.path, _JSON_HEADERS)
+    response = Response(200, _JSON_HEADERS, request, content=json.dumps(body).encode())
+    meta = ResponseMeta(call.path, call.model, 200, 0.0, request_id=answer.request_id, cached=True)
+    meta.latency = time.perf_counter() - started
+    return response, meta
+
+
+def _rebuilt(call: Call, answer: store.CachedReply) -> dict[str, Any]:
     """A reply of the endpoint's own shape (WIRE-NOTES) from a streamed reply's text,
     reasoning and usage, for the parser of that endpoint."""
     text, reasoning, usage = answer.text or "", answer.reasoning, answer.usage

@@ -3,8 +3,8 @@ open JupyterLab on the tutorials.
 
 Errors print as one line on stderr and exit with status 1; Ctrl-C exits with 130 after
 keeping what a stream already printed. Everything printed that a gateway or a model chose
-(replies, model ids, error messages, the log) goes through `gatecell.terminal.printable`:
-control sequences are shown escaped, never obeyed by the terminal.
+(replies, model ids, error messages, the log) goes through
+`gatecell.wire.terminal.printable`: control sequences are shown escaped, never obeyed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gatecell.connect import explain_unserved
-from gatecell.terminal import printable
 from gatecell.wire.errors import APIError, GatecellError
+from gatecell.wire.terminal import printable
 
 __all__ = ["main"]
 
@@ -31,7 +31,7 @@ _QUICKSTART = "01-quickstart.ipynb"  # marks a folder holding gatecell's tutoria
 
 def _gateway():
     """A client by the one policy of `gatecell.connect` (`Gateway()` follows it)."""
-    from gatecell.wire.client import Gateway
+    from gatecell.gateway import Gateway
 
     return Gateway()
 
@@ -157,18 +157,18 @@ def _tutorials(explicit: str | None) -> Path:
     the user's data folder on first use (site-packages is never written to)."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    here = Path(__file__).resolve().parent
-    for checkout in (Path.cwd() / "notebooks", here.parents[1] / "notebooks"):
+    package = Path(__file__).resolve().parents[1]  # the gatecell folder
+    for checkout in (Path.cwd() / "notebooks", package.parents[1] / "notebooks"):
         if (checkout / _QUICKSTART).is_file():
             return checkout.resolve()
-    shipped = here / "tutorials"
+    shipped = package / "tutorials"
     if not (shipped / _QUICKSTART).is_file():
         raise GatecellError(f"no tutorials found (looked for {shipped}); pass --notebooks DIR")
     import shutil
 
     from platformdirs import user_data_path
 
-    from gatecell.private import private_folder
+    from gatecell.wire.private import private_folder
 
     copy = private_folder(private_folder(user_data_path("gatecell")) / "tutorials")  # the log's folder: 0700
     for notebook in shipped.glob("*.ipynb"):
@@ -266,7 +266,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     lab.set_defaults(run=_lab)
     _add_store_commands(sub)
-    from gatecell.batch.command import add_parser as add_map_command
+    from .map import add_parser as add_map_command
 
     add_map_command(sub)
     return parser

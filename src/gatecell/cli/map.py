@@ -76,9 +76,8 @@ def _rows(path: str | None) -> Iterator[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatecell.wire.client import Gateway
-
-    from .options import from_flags
+    from gatecell.batch.options import from_flags
+    from gatecell.gateway import Gateway
 
     try:
         options = from_flags(args)

@@ -1,0 +1,517 @@
+"""The endpoints of SPEC section 4, one method each, written once for every client.
+
+Each method checks its arguments (SPEC 2 and 8, before anything is sent: `schemas`), builds
+the request body and hands the program of its `Call` (see `calls`) to ``self._run``. A
+subclass says what running is: `gatecell.gateway.Gateway` runs it with the sync driver and
+returns the result, `AsyncGateway` returns the coroutine of the async driver, `Programs`
+returns the program itself. `Endpoints` is generic in what its methods return, which is how
+the types stay true for each: `Gateway.chat` returns a `ChatCompletion`, `AsyncGateway.chat`
+a coroutine of one, `Programs.chat` a program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Literal, TypeVar, overload
+from urllib.parse import quote
+
+from . import schemas
+from .calls import Calls, Hooks
+from .conversation import for_api
+from .decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
+from .errors import InvalidRequest
+from .exchange import Call, Program
+from .jobs import wait_program
+from .results import Job
+from .streams import ChatStream, TextStream
+
+__all__ = ["Endpoints", "Programs", "Messages"]
+
+Messages = list[dict[str, Any]]
+# What the endpoints return: the result itself on `Gateway`, a coroutine of it on
+# `AsyncGateway`, a program on `Programs`.
+_Completion = TypeVar("_Completion")
+_ChatStream = TypeVar("_ChatStream")
+_Reply = TypeVar("_Reply")
+_TextStream = TypeVar("_TextStream")
+_Image = TypeVar("_Image")
+_Audio = TypeVar("_Audio")
+_Models = TypeVar("_Models")
+_Job = TypeVar("_Job")
+
+
+class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, _Audio, _Models, _Job]):
+    """The endpoints; see the module. Construction is `Calls`'s."""
+
+    # -- conversation -----------------------------------------------------------------
+    #
+    # Keyword arguments beyond a method's parameters are body fields, and must be ones
+    # the endpoint is known to take (schemas: ``known_fields``); any other name is refused
+    # before sending, naming the closest known one. Fields gatecell does not know go,
+    # deliberately and unchecked, in ``extra_body``.
+
+    @overload
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Completion: ...
+    @overload
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _ChatStream: ...
+    @overload
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Completion | _ChatStream: ...
+    def chat(
+        self,
+        model: str,
+        messages: Messages,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """Chat completion (SPEC 2.1-2.4): a `ChatCompletion`, or a `ChatStream` of text.
+
+        A reasoning model goes to /v1/responses instead (SPEC 4 note 3); the answer is still
+        a `ChatCompletion` (or a stream of its text). With ``stream_usage`` a stream asks for
+        its token usage. On `AsyncGateway`, await it.
+        """
+        data: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "stream": stream,
+        }
+        if stream and self._asks_usage():
+            data["stream_options"] = {"include_usage": True}
+        request = self._request(schemas.ChatRequest, self.chat, data, fields, extra_body)
+        return self._run(self._chat(request))
+
+    @overload
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def messages(
+        self,
+        model: str,
+        messages: Messages,
+        max_tokens: int = 1024,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
+        data = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": stream}
+        request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
+        return self._run(
+            self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
+        )
+
+    @overload
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def generate_content(
+        self,
+        model: str,
+        contents: str | Messages,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """Native generate-content; ``contents`` may be a plain prompt. The key travels in
+        ``x-goog-api-key`` here (SPEC 5), and the model in the path."""
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidRequest("model", "must not be empty")
+        if isinstance(contents, str):
+            contents = [{"role": "user", "parts": [{"text": contents}]}]
+        data = {"contents": contents}
+        request = self._request(
+            schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body
+        )
+        name = quote(model.removeprefix("models/"), safe="-._~@")
+        path = (
+            f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
+            if stream
+            else f"/v1beta/models/{name}:generateContent"
+        )
+        call = Call("POST", path, _dump(request), stream, model, auth="goog")
+        return self._run(self._native(call, GenerateContentDecoder))
+
+    @overload
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: Literal[False] = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply: ...
+    @overload
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        *,
+        stream: Literal[True],
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _TextStream: ...
+    @overload
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Reply | _TextStream: ...
+    def responses(
+        self,
+        model: str,
+        input: str | list[Any],
+        effort: str | None = None,
+        stream: bool = False,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
+        data: dict[str, Any] = {"model": model, "input": input, "stream": stream}
+        if effort is not None:
+            data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
+        request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
+        return self._run(
+            self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder)
+        )
+
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: Literal[False] = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _Completion | _Reply: ...
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: Literal[True],
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _ChatStream | _TextStream: ...
+    @overload
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: bool = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> _Completion | _Reply | _ChatStream | _TextStream: ...
+    def converse(
+        self,
+        api: str,
+        model: str,
+        messages: Messages,
+        *,
+        stream: bool = False,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        effort: str | None = None,
+    ) -> Any:
+        """One conversation (chat-style ``messages``: system and turns) on the text API named
+        by ``api``: "chat", "messages", "generate-content" or "responses" (see `conversation`).
+        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams."""
+        method, arguments = for_api(
+            api, model, messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, effort=effort
+        )
+        return getattr(self, method)(stream=stream, **arguments)
+
+    # -- media ------------------------------------------------------------------------
+
+    def image(
+        self,
+        model: str,
+        prompt: str,
+        size: str | None = None,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Image:
+        """Image generation: `ImageResult` whose ``images`` come from ``b64_json`` or URLs."""
+        data = {"model": model, "prompt": prompt, "size": size}
+        request = self._request(schemas.ImageRequest, self.image, data, fields, extra_body)
+        call = Call("POST", "/v1/images/generations", _dump(request), model=model)
+        return self._run(self._call(call, self._image))
+
+    def speech(
+        self,
+        model: str,
+        voice: str,
+        input: str,
+        response_format: str | None = None,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Audio:
+        """Text to speech: `Audio` bytes, with the format sniffed from the bytes themselves."""
+        data = {"model": model, "voice": voice, "input": input, "response_format": response_format}
+        request = self._request(schemas.SpeechRequest, self.speech, data, fields, extra_body)
+        call = Call("POST", "/v1/audio/speech", _dump(request), model=model, media=True)
+        return self._run(self._call(call, self._speech((request.model_extra or {}).get("response_format"))))
+
+    def models(self) -> _Models:
+        """GET /v1/models. What it says about endpoints teaches the reasoning router."""
+        return self._run(self._call(Call("GET", "/v1/models"), self._models))
+
+    # -- jobs -------------------------------------------------------------------------
+
+    def imagine(
+        self,
+        prompt: str,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
+        """Job-style image: submit, and with ``wait`` poll until done."""
+        request = self._request(schemas.ImagineRequest, self.imagine, {"prompt": prompt}, fields, extra_body)
+        return self._run(self._submit("imagine", request, None, (wait, on_progress, timeout, interval)))
+
+    def video(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
+        """Video generation (a job: queued, in progress, completed; content fetched on use)."""
+        data = {"model": model, "prompt": prompt}
+        request = self._request(schemas.VideoRequest, self.video, data, fields, extra_body)
+        return self._run(self._submit("video", request, model, (wait, on_progress, timeout, interval)))
+
+    def music(
+        self,
+        prompt: str,
+        style: str | None = None,
+        *,
+        wait: bool = False,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> _Job:
+        """Job-style music: submit, and with ``wait`` poll until done."""
+        data = {"prompt": prompt, "style": style}
+        request = self._request(schemas.MusicRequest, self.music, data, fields, extra_body)
+        return self._run(self._submit("music", request, None, (wait, on_progress, timeout, interval)))
+
+    def job(self, id: str, *, kind: str | None = None) -> _Job:
+        """One poll of a job by its id. Its kind ("imagine", "music", "video") comes from the
+        log when not given (see `Hooks.job_kind`), so a new kernel picks a job up knowing
+        only its id."""
+        job_id = str(id)
+        kind = kind or self.hooks.job_kind(job_id)
+        if kind is None:
+            raise InvalidRequest(
+                "kind", f"job {job_id!r} is not known here: say its kind, e.g. job({job_id!r}, kind='video')"
+            )
+        return self._run(self._poll(Job(kind, job_id)))
+
+    def wait(
+        self,
+        job: Job,
+        on_progress: Callable[[Job], Any] | None = None,
+        timeout: float = 600,
+        interval: float | None = None,
+    ) -> _Job:
+        """Poll ``job`` until it succeeds (returned) or fails or times out (`JobError`)."""
+        return self._run(
+            wait_program(self._poll, job, on_progress, timeout, interval or self.options.job_interval)
+        )
+
+    # -- requests ---------------------------------------------------------------------
+
+    @staticmethod
+    def _request(
+        model: type[schemas.R],
+        method: Callable[..., Any],
+        data: dict[str, Any],
+        fields: dict[str, Any],
+        extra_body: Mapping[str, Any] | None,
+    ) -> schemas.R:
+        """The validated request: the method's arguments, the body fields it may take, and
+        ``extra_body`` as it is."""
+        if fields:
+            schemas.refuse_unknown(model, method, fields)
+            data.update(fields)
+        if extra_body:
+            data.update(extra_body)
+        return schemas.validate(model, data)
+
+    # -- other runs -----------------------------------------------------------------------
+
+    def programs(self, *, max_retries: int | None = None, hooks: Hooks | None = None) -> Programs:
+        """These endpoints returning their programs unrun, for a driver of the caller's own
+        (the batch engine's): the same gateway, key, options and router, and ``hooks``
+        (none by default: such a caller logs and caches in its own way)."""
+        options = self.options
+        if max_retries is not None:
+            options = options.with_retries(max_retries)
+        programs = Programs(
+            self.base_url + (f"?{self._query}" if self._query else ""),
+            self.api_key,
+            options=options,
+            router=self.router,
+            hooks=hooks,
+        )
+        programs.usage_known = self.usage_known
+        return programs
+
+
+def _dump(request: Any) -> bytes:
+    return request.model_dump_json(exclude_none=True).encode()
+
+
+class Programs(
+    Endpoints[
+        Program[Any],
+        Program[Any],
+        Program[Any],
+        Program[Any],
+        Program[Any],
+        Program[Any],
+        Program[Any],
+        Program[Any],
+    ]
+):
+    """Endpoints whose methods return their request programs unrun (see `Endpoints.programs`);
+    a driver (`drivers.run`, `drivers.arun`) runs them. Their streams are read synchronously
+    (the batch never streams; `AsyncGateway` streams asynchronously)."""
+
+    _chat_stream = ChatStream
+    _text_stream = TextStream
+
+    def _run(self, program: Program[Any]) -> Program[Any]:
+        return program
