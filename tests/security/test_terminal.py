@@ -65,7 +65,9 @@ def test_no_control_sequence_reaches_the_terminal(gateway, tmp_path):
 
     store = Store(home / "gatecell.db")  # a job, and a model name, as a gateway could have named them
     store.record_job("video", f"job{ESCAPES}", gateway=gateway.base_url, prompt=f"p{ESCAPES}", state=ESCAPES)
-    store.log("/v1/chat/completions", f"m{ESCAPES}", {"model": "m"}, text="x", usage={"total_tokens": 3})
+    store.record_exchange(
+        "/v1/chat/completions", f"m{ESCAPES}", {"model": "m"}, text="x", usage={"total_tokens": 3}
+    )
     assert store.flush(30)
     store.close()
     logs, as_json = run("logs", "-n", "0"), run("logs", "--json", "-n", "0")

@@ -52,7 +52,7 @@ def test_no_column_keeps_a_secret_in_any_form(store: Store, home: Path):
         f"Authorization: Basic {encoded}\n"
         f"wrapped: {key[:12]}\n   {key[12:]}"
     )
-    store.log(
+    store.record_exchange(
         CHAT,
         f"model-{GITHUB}",
         chat_body(prompt, model="m", metadata={"api_key": "short-but-named"}),
@@ -96,10 +96,12 @@ def test_no_column_keeps_a_secret_in_any_form(store: Store, home: Path):
 def test_a_cache_row_dated_in_the_future_answers_nothing(store: Store):
     body = chat_body("what is 2+2?", model="m")
     key = cache_key(CHAT, "m", body, "http://gw:1")
-    store.log(CHAT, "m", body, text="planted: 5", gateway="http://gw:1", at=time.time() + 365 * 86400)
+    store.record_exchange(
+        CHAT, "m", body, text="planted: 5", gateway="http://gw:1", at=time.time() + 365 * 86400
+    )
     assert store.flush(30)
     assert store.lookup(key) is None and key not in (store.answer_keys() or set())
-    store.log(CHAT, "m", body, text="4", gateway="http://gw:1", at=time.time() - 1)
+    store.record_exchange(CHAT, "m", body, text="4", gateway="http://gw:1", at=time.time() - 1)
     assert store.flush(30)
     found = store.lookup(key)
     assert found is not None and found.text == "4" and key in (store.answer_keys() or set())
@@ -112,9 +114,11 @@ def test_an_empty_reply_answers_nothing(store: Store):
     empty_body = {"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     tool_body = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}
-    store.log(CHAT, "m", empty, text="", response=empty_body, gateway="http://gw:1")
-    store.log(CHAT, "m", chat_body("stream", model="m", stream=True), text=None, gateway="http://gw:1")
-    store.log(CHAT, "m", tools, text=None, response=tool_body, gateway="http://gw:1")
+    store.record_exchange(CHAT, "m", empty, text="", response=empty_body, gateway="http://gw:1")
+    store.record_exchange(
+        CHAT, "m", chat_body("stream", model="m", stream=True), text=None, gateway="http://gw:1"
+    )
+    store.record_exchange(CHAT, "m", tools, text=None, response=tool_body, gateway="http://gw:1")
     assert store.flush(30)
     assert store.lookup(cache_key(CHAT, "m", empty, "http://gw:1")) is None
     assert store.lookup(cache_key(CHAT, "m", chat_body("stream", model="m"), "http://gw:1")) is None

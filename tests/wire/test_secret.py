@@ -148,3 +148,10 @@ def test_data_is_redacted_by_value_and_by_the_name_of_its_key():
     assert clean["list"][0] != data["list"][0] and clean["list"][1] == "plain"
     untouched = {"a": ["b", {"c": 1}]}
     assert redact_data(untouched) is untouched
+
+
+def test_a_password_shown_masked_already_stays_as_it_is():
+    assert (
+        redact("through proxy http://bob:****@127.0.0.1:3128")
+        == "through proxy http://bob:****@127.0.0.1:3128"
+    )

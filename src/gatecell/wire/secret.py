@@ -201,11 +201,10 @@ def _token(match: re.Match[str], text: str) -> Span | None:
     return start, end, _masked(token)
 
 
-def _value(group: str) -> Callable[[re.Match[str], str], Span]:
-    def mask(match: re.Match[str], text: str) -> Span:
-        return *match.span(group), MASK
-
-    return mask
+def _url_password(match: re.Match[str], text: str) -> Span | None:
+    """The password of a URL, unless it is a mask already (``****``, as proxies' are shown)."""
+    start, end = match.span("pw")
+    return None if not text[start:end].strip("*" + MASK) else (start, end, MASK)
 
 
 def _entropy(text: str) -> float:
@@ -335,7 +334,7 @@ _RULES = (
         _token,
     ),
     # the password of a URL's user info; neither part may hold / ? # @ or white space (RFC 3986)
-    _Rule(re.compile(r"://[^\s:/?#@\"'<>]{0,256}:(?P<pw>[^\s/?#@\"'<>]{1,256})@"), False, _value("pw")),
+    _Rule(re.compile(r"://[^\s:/?#@\"'<>]{0,256}:(?P<pw>[^\s/?#@\"'<>]{1,256})@"), False, _url_password),
     *(_name_rule(literal) for literal in _NAMES),
 )
 
