@@ -314,11 +314,15 @@ _REQUEST_ID_HEADERS = (
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses."""
+    """The gateway's request id, under whichever header name it uses, redacted: it is shown
+    in errors and footers, saved with notebooks and logged, and a gateway may put anything
+    there, the client's own key too (issue 20)."""
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
-            return value
+            from .secret import redact
+
+            return redact(value)
     return None
 
 
