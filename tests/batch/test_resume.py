@@ -153,3 +153,23 @@ def test_ctrl_c_in_a_script_returns_the_rows_done(row_server, home: Path, progre
     out, _ = child.communicate(timeout=60)
     assert child.returncode == 0
     assert "RESULT 3 47 True" in out
+
+
+def test_an_empty_reply_fails_its_row_and_the_rerun_sends_it_again(row_server, home: Path):
+    """An empty answer is no answer: the row fails in one line and the log never answers it,
+    whether the map logged it or a chat call did."""
+    from gatecell.batch.engine import EMPTY_REPLY
+
+    empty = {"row 1", "row 3", "chat"}
+    server = row_server(lambda prompt, srv: (200, {}, " \n") if prompt in empty else None)
+    gw = Gateway(base_url=server.url, api_key=KEY, cache=True)
+    first = gw.map("row {item}", range(5), progress=False)
+    assert first.errors == {1: EMPTY_REPLY, 3: EMPTY_REPLY} and first.text[1] is None
+    assert gw.chat("local-chat", [{"role": "user", "content": "chat"}]).text == " \n"  # logged, no error
+    sent = len(server.prompts)
+    empty.clear()
+    again = gw.map("row {item}", range(5), progress=False)
+    assert again.errors == {} and again.cached == 3
+    assert server.prompts[sent:] == ["row 1", "row 3"]  # the empty ones, sent again
+    chat = gw.map("{item}", ["chat"], model="local-chat", progress=False)  # the chat call's cache key
+    assert chat.text == [reply_to("chat")] and server.prompts[-1] == "chat"
