@@ -5,8 +5,8 @@ the pauses the pacing took (`Pacing.waited`), never the clock."""
 from __future__ import annotations
 
 import asyncio
-from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import pytest
 from rowserver import reply_to
