@@ -26,6 +26,10 @@ every request in flight, the cache key is made only when the log has answers to
 look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
 100,000 rows must not give the garbage collector millions of objects to walk).
 
+With ``on_row``, each finished row goes to it as it finishes (its position in the input and
+its `Row`), and the batch keeps only the row's outcome (error, usage, provenance), not its
+reply: ``gatecell map`` writes rows as they finish and holds no reply to the end.
+
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
 number of rows. Finished rows go to the store's writer thread in groups (every
 `FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
@@ -37,8 +41,9 @@ most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -87,8 +92,10 @@ class Engine:
         options: Options,
         store: Any = None,
         proxies: Proxies | None = None,
+        on_row: Callable[[int, Row], object] | None = None,
     ) -> None:
         self.concurrency = options.concurrency
+        self.on_row = on_row
         self.template = Template(template)
         self.rows = Rows(data)
         self.rows.check(self.template)  # a field the rows lack: refused before any request
@@ -214,6 +221,9 @@ class Engine:
         self._results[position] = row
         self._count(row, sender)
         self._log(row, sender, usage)
+        if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
+            self.on_row(position, row)
+            self._results[position] = dataclasses.replace(row, text=None, body=None, value=None)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
