@@ -74,6 +74,8 @@ def test_a_csv_file_to_an_output_file_and_again_from_the_log(row_server, tmp_pat
         (("-i", "nowhere.jsonl"), "gatecell: map: no such file: nowhere.jsonl"),
         (("--api", "nope"), "gatecell: api: must be one of chat, messages, generate-content, responses"),
         (("-t", "9"), "gatecell: temperature"),
+        (("--patience", "-1"), "gatecell: patience: must be a number of seconds >= 0; got -1.0"),
+        (("--encoding", "no-such"), "gatecell: map: --encoding: unknown encoding: no-such"),
     ],
 )
 def test_bad_options_are_one_line_before_any_request(row_server, argv, message):
@@ -87,7 +89,18 @@ def test_bad_options_are_one_line_before_any_request(row_server, argv, message):
 def test_map_help_lists_its_options(row_server):
     done = _gatecell(row_server(), "map", "--help")
     assert done.returncode == 0
-    for option in ("-i FILE", "-o FILE", "-m MODEL", "-j N", "--rpm", "--tpm", "--api", "--no-cache"):
+    options = (
+        "-i FILE",
+        "-o FILE",
+        "-m MODEL",
+        "-j N",
+        "--rpm",
+        "--tpm",
+        "--api",
+        "--no-cache",
+        "--encoding",
+    )
+    for option in (*options, "--patience SECONDS"):
         assert option in done.stdout
 
 
@@ -222,6 +235,16 @@ def test_an_unknown_encoding_is_one_line(row_server):
 # -- the output: checked first, written as rows finish -------------------------------------
 
 
+def test_an_output_file_is_kept_when_the_batch_refuses_its_options(row_server, tmp_path: Path):
+    server = row_server()
+    out = tmp_path / "out.jsonl"
+    out.write_text("yesterday's\n")
+    line = _one_line(_gatecell(server, "map", "{w}", "-o", str(out), "-t", "9", stdin='{"w": 1}\n'), server)
+    assert line.startswith("gatecell: temperature") and out.read_text() == "yesterday's\n"
+    empty = _gatecell(server, "map", "{w}", "-o", str(out), "--no-progress")  # no rows: an empty output
+    assert empty.returncode == 0 and out.read_text() == ""
+
+
 def test_an_output_that_cannot_be_written_is_one_line_before_any_request(row_server, tmp_path: Path):
     server = row_server()
     rows = '{"w": 1}\n'
@@ -291,7 +314,7 @@ def test_rows_are_written_as_they_finish_in_input_order(row_server, tmp_path: Pa
     child.stdin.write(rows)
     child.stdin.close()
     _wait(lambda: server.answered == 6 + 5, "every row but the first answered")
-    assert _lines_of(out) == []  # opened (emptied) before the first request; row 0 comes first
+    assert _lines_of(out) == []  # emptied when the first row was done; row 0 comes first
     server.release.set()
     assert child.wait(60) == 0
     assert [line["text"] for line in _lines_of(out)] == [reply_to(f"say {i}") for i in range(6)]

@@ -200,11 +200,12 @@ def _encoding(name: str) -> str:
 
 def _output(path: str | None) -> IO[str]:
     """Where the lines go, opened now: a folder or a file that is not there to write is said
-    before the first request."""
+    before the first request. Opened to append, so that what a file holds is kept until the
+    first row is done (`_Writer` empties it then): options the batch refuses lose nothing."""
     if path is None:
         return sys.stdout
     try:
-        return open(path, "w", encoding="utf-8")
+        return open(path, "a", encoding="utf-8")
     except OSError as exc:
         folder = Path(path).parent
         why = f"there is no folder {folder}" if not folder.is_dir() else exc.strerror or str(exc)
@@ -217,6 +218,7 @@ class _Writer:
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
+        self.emptied = out is sys.stdout  # a file: emptied when the first row is done
         self.fields: dict[int, Any] = {}  # the input of each row pulled and not yet written
         self.ahead: dict[int, Row] = {}  # rows finished before one that comes before them
         self.next = 0  # the position of the next line
@@ -228,6 +230,7 @@ class _Writer:
             yield fields
 
     def finished(self, position: int, row: Row) -> None:
+        self._empty()
         self.ahead[position] = row
         while self.next in self.ahead:
             self._write(self.next, self.ahead.pop(self.next))
@@ -235,10 +238,16 @@ class _Writer:
         self.out.flush()
 
     def rest(self) -> None:
-        """After an interrupt: the rows done after one that never finished, in order."""
+        """At the end: the rows done after one that never finished (an interrupt), in order."""
+        self._empty()
         for position in sorted(self.ahead):
             self._write(position, self.ahead.pop(position))
         self.out.flush()
+
+    def _empty(self) -> None:
+        if not self.emptied:
+            self.out.truncate(0)
+            self.emptied = True
 
     def _write(self, index: int, row: Row) -> None:
         usage = row.usage
