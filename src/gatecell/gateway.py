@@ -228,16 +228,8 @@ class Gateway(
         from gatecell.batch import run as run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        return run_map(
-            self,
-            self.journal.gateway,
-            self._routes,
-            template,
-            data,
-            progress=progress,
-            on_row=on_row,
-            **options,
-        )
+        gateway, routes = self.journal.gateway, self._routes
+        return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
 
     def close(self) -> None:
         if self._owns_http:

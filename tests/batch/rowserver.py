@@ -14,6 +14,15 @@ from typing import Any
 KEY = "sk-batch-test-0123456789abcdef"
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Poll ``condition`` until it holds; an AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.005)
+
+
 def reply_to(prompt: str) -> str:
     """What the server answers to a prompt: tells rows apart."""
     return f"re: {prompt}"

@@ -9,20 +9,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from rowserver import KEY, reply_to
-
-
-def _wait(condition, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.01)
+from rowserver import KEY, reply_to, wait_until
 
 
 def _gatecell(server, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -301,7 +292,9 @@ def test_rows_are_written_as_they_finish_in_input_order(row_server, tmp_path: Pa
     child = subprocess.Popen([*argv, "-j", "1"], stdin=subprocess.PIPE, text=True, env=env)
     child.stdin.write(rows)
     child.stdin.close()
-    _wait(lambda: len(_lines_of(out)) == 3 and server.in_flight == 1, "three rows written, the fourth held")
+    wait_until(
+        lambda: len(_lines_of(out)) == 3 and server.in_flight == 1, "three rows written, the fourth held"
+    )
     assert [line["text"] for line in _lines_of(out)] == [reply_to(f"say {i}") for i in range(3)]
     server.release.set()
     assert child.wait(60) == 0
@@ -313,7 +306,7 @@ def test_rows_are_written_as_they_finish_in_input_order(row_server, tmp_path: Pa
     child = subprocess.Popen([*argv, "-j", "3", "--no-cache"], stdin=subprocess.PIPE, text=True, env=env)
     child.stdin.write(rows)
     child.stdin.close()
-    _wait(lambda: server.answered == 6 + 5, "every row but the first answered")
+    wait_until(lambda: server.answered == 6 + 5, "every row but the first answered")
     assert _lines_of(out) == []  # emptied when the first row was done; row 0 comes first
     server.release.set()
     assert child.wait(60) == 0
@@ -330,7 +323,7 @@ def test_ctrl_c_writes_the_rows_done_also_after_one_that_never_finished(row_serv
     )  # fmt: skip
     child.stdin.write("".join(json.dumps({"w": i}) + "\n" for i in range(40)))
     child.stdin.close()
-    _wait(lambda: server.answered >= 3 and server.in_flight == 1, "row 1 held, others answered")
+    wait_until(lambda: server.answered >= 3 and server.in_flight == 1, "row 1 held, others answered")
     child.send_signal(signal.SIGINT)
     assert child.wait(60) == 130
     err = child.stderr.read()
