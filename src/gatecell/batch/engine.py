@@ -465,9 +465,10 @@ class _RowSender:
         if paused:
             why = f"Still refused after {RATE_LIMIT_RETRIES} pauses for this row"
         else:
+            waited = round(pacing.waited, 1)
             why = (
-                f"The batch's 429 pauses reached its patience ({pacing.waited:g} of {pacing.patience:g} s "
-                "in all: patience= or GATECELL_MAP_PATIENCE), so no row waits for one any longer"
+                f"The batch's 429 pauses reached its patience ({waited:g} of {pacing.patience:g} s in all: "
+                "patience= or GATECELL_MAP_PATIENCE), so no row waits for one any longer"
             )
         error.args = (f"{error.args[0].rstrip('.')}. {why}",)
         return error
