@@ -459,7 +459,7 @@ def _from_bytes(data: bytes, source: str, name: str | None = None) -> Attachment
     try:
         image = Image.open(io.BytesIO(data))
         width, height = image.size
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise InvalidRequest("attachment", f"{name or source}: not a readable picture ({exc})") from None
     max_side, max_bytes = _limits()
     media_type = sniff(data) or Image.MIME.get(image.format or "", "image/png")
@@ -488,7 +488,7 @@ def _other_picture(data: bytes, name: str | None) -> Attachment | None:
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
-    except (UnidentifiedImageError, OSError, ValueError):
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return None
     return _encode(image, f"file {name}" if name else "bytes", name)
 

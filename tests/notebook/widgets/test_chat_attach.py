@@ -11,18 +11,11 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from pictures import bomb_png, png
 from PIL import Image
 
 from gatecell.notebook.widgets import ChatPanel
 from gatecell.wire.attachments import Attachment
-
-RED = (215, 40, 40)
-
-
-def png(size=(64, 48), colour=RED) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, colour).save(buffer, "PNG")
-    return buffer.getvalue()
 
 
 def pdf() -> bytes:
@@ -89,6 +82,12 @@ def test_a_picture_goes_with_the_next_message_and_shows_as_a_thumbnail(gw):
     assert panel.attachments.items == () and panel.attachments.row.children == ()
     assert panel.error is None and "completion tokens" in panel.status.value
 
+    panel.messages = panel.messages  # a turn with a picture can be assigned back
+    assert panel.messages[0]["content"][1] is sent
+    assert thumbnail_size(panel.transcript.children[0].value) == (64, 48)
+    with pytest.raises(ValueError, match="a user's may be a list of text and pictures"):
+        panel.messages = [{"role": "assistant", "content": ["not", "a reply"]}]
+
 
 def test_a_large_picture_is_read_in_a_thread_and_downscaled_as_for_the_magics(gw, monkeypatch):
     monkeypatch.setenv("GATECELL_IMAGE_MAX_SIDE", "512")
@@ -132,11 +131,12 @@ def test_remove_takes_a_file_off_the_next_message(gw):
         ChatPanel(gw, model="local-chat"), ("red.png", png()), ("blue.png", png(colour=(35, 105, 200)))
     )
     assert [i.name for i in panel.attachments.items] == ["red.png", "blue.png"]
-    first_remove = panel.attachments.row.children[0].children[1]
+    first, second = panel.attachments.row.children
+    first_remove = first.children[1]
     assert first_remove.description == "Remove" and "red.png" in first_remove.tooltip
     first_remove.click()
     assert [i.name for i in panel.attachments.items] == ["blue.png"]
-    assert len(panel.attachments.row.children) == 1
+    assert panel.attachments.row.children == (second,)  # the other one's thumbnail is not made again
     panel.ask("What colour?")
     assert panel.wait(30)
     reply = panel.messages[-1]["content"]
@@ -166,6 +166,16 @@ def test_a_file_name_is_data_never_a_path_and_shows_as_text(gw, tmp_path):
             r'<img src="data:image/png;base64,[^"]+" width="64" height="48" alt="[^"]*"/>', bubble
         ).group(0)
     ]  # one element: the thumbnail; the name is in its escaped alt and caption
+
+
+def test_a_picture_pillow_will_not_open_is_refused_and_the_panel_stays_usable(gw):
+    panel = attached(ChatPanel(gw, model="local-chat"), ("bomb.png", bomb_png()), ("red.png", png()))
+    assert panel.error.startswith(
+        "not attached: bomb.png: not a readable picture (Image size (900000000 pixels)"
+    )
+    assert "\n" not in panel.error
+    assert [i.name for i in panel.attachments.items] == ["red.png"]  # the other file is attached
+    assert not panel.send_button.disabled
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ._base import Panel, button, start_thread, text_html
+from ._base import Panel, button, error_line, start_thread, text_html
 
 __all__ = ["Attachments", "content_html"]
 
@@ -53,6 +53,8 @@ class Attachments:
         self._items: list[Any] = []  # Attachment values, in the order they were attached
         self._readers: list[threading.Thread] = []
         self._unread = 0  # uploads whose files are still being read
+        self._showing = threading.Lock()  # one update of the row at a time, each from the latest items
+        self._shown: dict[int, tuple[Any, widgets.Widget]] = {}  # id(item) -> (item, its widget)
         accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
         self.upload = widgets.FileUpload(
             accept=accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
@@ -121,10 +123,14 @@ class Attachments:
         read = 0
         try:
             for name, content in files:
+                label = _file_name(name)
                 try:
-                    item = from_data(bytes(content or b""), name=_file_name(name))
+                    item = from_data(bytes(content or b""), name=label)
                 except InvalidRequest as exc:
                     refused.append(exc.message)
+                    continue
+                except Exception as err:  # said in the panel; a thread has nobody to raise to
+                    refused.append(f"{label or 'a file'}: {error_line(err)}")
                     continue
                 with self._lock:
                     self._items.append(item)
@@ -132,32 +138,34 @@ class Attachments:
         finally:
             with self._lock:
                 self._unread -= 1
-        self._show()
-        if refused:
-            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-            self._panel.show_error(f"not attached: {refused[0]}{more}")
-        else:
-            goes = "it goes" if read == 1 else "they go"
-            self._panel.show_info(f"{_count(read)} attached: {goes} with the next message")
-        self._on_change()
+            self._show()
+            if refused:
+                more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+                self._panel.show_error(f"not attached: {refused[0]}{more}")
+            else:
+                goes = "it goes" if read == 1 else "they go"
+                self._panel.show_info(f"{_count(read)} attached: {goes} with the next message")
+            self._on_change()
 
     def _show(self) -> None:
+        """The row shows the files waiting; a file's thumbnail is made once."""
+        with self._showing:
+            with self._lock:
+                items = list(self._items)
+            shown = {id(item): self._shown.get(id(item)) or (item, self._waiting(item)) for item in items}
+            self._shown = shown
+            self.row.children = tuple(widget for _, widget in shown.values())
+
+    def _waiting(self, item: Any) -> widgets.Widget:
         from gatecell.notebook.display import attachment_html
 
-        with self._lock:
-            items = list(self._items)
-        shown = []
-        for item in items:
-            remove = button("Remove", "gatecell-attachment-remove", functools.partial(self.remove, item))
-            remove.tooltip = f"do not send {item.name or item.description}"
-            remove.layout.width = "auto"
-            shown.append(
-                widgets.HBox(
-                    [widgets.HTML(attachment_html(item)), remove],
-                    layout=widgets.Layout(align_items="center", margin="0 12px 0 0"),
-                ).add_class("gatecell-attachment")
-            )
-        self.row.children = tuple(shown)
+        remove = button("Remove", "gatecell-attachment-remove", functools.partial(self.remove, item))
+        remove.tooltip = f"do not send {item.name or item.description}"
+        remove.layout.width = "auto"
+        return widgets.HBox(
+            [widgets.HTML(attachment_html(item)), remove],
+            layout=widgets.Layout(align_items="center", margin="0 12px 0 0"),
+        ).add_class("gatecell-attachment")
 
 
 def _count(n: int) -> str:

@@ -159,10 +159,16 @@ class ChatPanel(Panel):
         return [{"role": t.role, "content": t.content} for t in self.conversation.turns]
 
     @messages.setter
-    def messages(self, value: Sequence[dict[str, str]]) -> None:
+    def messages(self, value: Sequence[dict[str, Any]]) -> None:
         for m in value:
-            if m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
-                raise ValueError(f"a message needs a role in {_ROLES} and string content: {m!r}")
+            content = m.get("content")
+            if m.get("role") not in _ROLES or not (
+                isinstance(content, str) or (m["role"] == "user" and isinstance(content, list))
+            ):
+                raise ValueError(
+                    f"a message needs a role in {_ROLES} and string content (a user's may be a "
+                    f"list of text and pictures): {m!r}"
+                )
         self.stop()
         system = "\n".join(m["content"] for m in value if m["role"] == "system")
         self.conversation.turns = [Turn(m["role"], m["content"]) for m in value if m["role"] != "system"]

@@ -24,6 +24,7 @@ from browsers import (
     voila,
     write_notebook,
 )
+from pictures import png
 from PIL import Image
 
 pytestmark = pytest.mark.browser
@@ -39,12 +40,6 @@ CELLS = [
     "ChatPanel(conversation='default', model='local-chat').add_class('shared-panel')",
     "import gatecell\ngatecell.dashboard()",
 ]
-
-
-def png(size: tuple[int, int], colour: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, colour).save(buffer, "PNG")
-    return buffer.getvalue()
 
 
 def chart() -> bytes:
