@@ -14,13 +14,23 @@ from typing import Any
 KEY = "sk-batch-test-0123456789abcdef"
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Poll ``condition`` until it holds; an AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.005)
+
+
 def reply_to(prompt: str) -> str:
     """What the server answers to a prompt: tells rows apart."""
     return f"re: {prompt}"
 
 
-# A rule decides each answer: (status, extra headers[, error message]) or None for a normal
-# reply. It gets the prompt and the server, and may wait (an awaitable) to hold the answer back.
+# A rule decides each answer: (status, extra headers[, message]) or None for a normal reply;
+# the message is the error's, or a 200's reply text instead of ``reply_to(prompt)``. It gets
+# the prompt and the server, and may wait (an awaitable) to hold the answer back.
 Rule = Callable[[str, "RowServer"], Any]
 
 
@@ -83,7 +93,8 @@ class RowServer:
                     self.in_flight -= 1
                 status, extra, *message = decided or (200, {})
                 error = {"error": {"message": message[0] if message else f"no: {status}"}}
-                answer = _answer(path, body, prompt) if status == 200 else error
+                text = message[0] if message else reply_to(prompt)
+                answer = _answer(path, body, text) if status == 200 else error
                 data = json.dumps(answer).encode()
                 self.statuses.append(status)
                 self.answered += status == 200
@@ -119,8 +130,7 @@ def _prompt(body: dict[str, Any]) -> str:
     return body.get("input", "")
 
 
-def _answer(path: str, body: dict[str, Any], prompt: str) -> dict[str, Any]:
-    text = reply_to(prompt)
+def _answer(path: str, body: dict[str, Any], text: str) -> dict[str, Any]:
     usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     if path.endswith("/responses"):
         output = [

@@ -11,7 +11,8 @@ The pieces are small and public so that the widgets can reuse them:
   saved next to the notebook and shown from the file.
 - `provenance` / `footer_text` describe where an output came from (model, endpoint,
   latency, usage, request id). It travels in the display metadata of every output under
-  the key ``"gatecell"``; never a header, never the key.
+  the key ``"gatecell"``; never a header, never the key: every string in it is redacted
+  (`gatecell.wire.secret.redact_data`), as a gateway chose the model name and request id.
 - `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 
 Nothing a gateway sends reaches HTML as it came: text goes through
@@ -98,7 +99,9 @@ def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
     if getattr(meta, "cached", False) is True:  # answered from the log: no request was sent
         prov["cached"] = True
     prov.update({k: _plain(v) for k, v in extra.items()})
-    return {k: v for k, v in prov.items() if v not in (None, "", {})}
+    from gatecell.wire.secret import redact_data
+
+    return redact_data({k: v for k, v in prov.items() if v not in (None, "", {})})
 
 
 def _tokens(usage: Any) -> str:
@@ -214,8 +217,10 @@ class LiveMarkdown:
 
     def _write(self, text: str) -> None:
         if text:
+            from gatecell.wire.terminal import printable
+
             out = self._out or sys.stdout
-            out.write(text)
+            out.write(printable(text))  # a terminal: control sequences escaped, never obeyed
             out.flush()
         self._shown = len(self.text)
 
