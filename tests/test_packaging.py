@@ -104,6 +104,7 @@ def test_lab_help_and_dry_run_from_another_folder_use_a_copy_of_the_tutorials(in
     done = gatecell(installed, "lab", "--dry-run", "--no-browser")
     assert done.returncode == 0, done.stderr
     assert f"-m jupyterlab --notebook-dir={copy} " in done.stdout and done.stdout.endswith(" --no-browser\n")
+    assert 'websocket_max_message_size": 34603008' in done.stdout  # a 32 MiB file fits one message
     assert done.stderr == ""  # a dry run starts no gateway, so nothing to announce
     with zipfile.ZipFile(installed["wheel"]) as whl:
         shipped = {Path(n).name: whl.read(n) for n in whl.namelist() if n.startswith("gatecell/tutorials/")}

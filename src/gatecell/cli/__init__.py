@@ -125,7 +125,16 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"gatecell: {_LAB_HINT}", file=sys.stderr)
         return 1
     folder = _tutorials(args.notebooks)
-    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}"]
+    from gatecell.wire.attachments import file_cap
+
+    # A file the chat panel attaches reaches the kernel in one websocket message: the server
+    # must take one as large as gatecell takes a file (tornado's default is 10 MiB).
+    message = max(10 * 2**20, file_cap() + 2**20)
+    settings = f'{{"websocket_max_message_size": {message}}}'
+    command = [
+        *(sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}"),
+        f"--ServerApp.tornado_settings={settings}",
+    ]
     if args.port:
         command.append(f"--port={args.port}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI machines run as root

@@ -405,8 +405,13 @@ def from_data(data: bytes, *, name: str | None = None, chars: int | None = None)
     )
 
 
+def file_cap() -> int:
+    """The most bytes a file put in a prompt may have (``GATECELL_FILE_MAX_BYTES``, 32 MiB)."""
+    return env_number(None, "GATECELL_FILE_MAX_BYTES", 32 * 2**20)
+
+
 def _within_cap(shown: str, size: int) -> None:
-    cap = env_number(None, "GATECELL_FILE_MAX_BYTES", 32 * 2**20)
+    cap = file_cap()
     if size > cap:
         raise InvalidRequest(
             "attachment",
