@@ -118,6 +118,19 @@ def test_the_processs_keys_are_masked_in_any_case_split_or_base64_encoded():
                 assert e.rstrip("=")[4:-4] not in clean, clean
 
 
+def test_a_short_key_a_client_was_given_masks_nothing_else():
+    """A client made with a key of a few characters (a typo, "sk-") must not register it for
+    masking everywhere: it ate "ask-" in prose and the "sk-" of a real key echoed later, whose
+    rest was then shown in clear."""
+    protect_logs(Secret("sk-"))
+    protect_logs(Secret("key"))
+    real = "sk-Wk3yS3cretValue0123456789abcd"
+    protect_logs(Secret(real))
+    assert redact(f"Incorrect API key provided: {real}.") == "Incorrect API key provided: sk-…abcd."
+    assert redact("please ask-key for the monkey") == "please ask-key for the monkey"
+    assert redact(f"ask-key {real}", "sk-") == "ask-key sk-…abcd"  # nor when given for one text
+
+
 def test_json_is_redacted_after_decoding():
     key = "sk-escaped-" + "9" * 24
     escaped = "".join(f"\\u{ord(c):04x}" for c in key)

@@ -138,6 +138,7 @@ def _key(value: str) -> _Key:
 
 
 _KNOWN: tuple[str, ...] = ()  # the keys of every client of this process (`protect_logs`)
+MIN_KEY = 8  # characters a key has at least to be masked as one: a shorter "key" would eat words
 
 
 def _values(given: tuple[Secret | str | None, ...]) -> tuple[str, ...]:
@@ -147,7 +148,7 @@ def _values(given: tuple[Secret | str | None, ...]) -> tuple[str, ...]:
     values = dict.fromkeys(_KNOWN)
     for s in given:
         value = s.reveal() if isinstance(s, Secret) else s
-        if value:
+        if value and len(value) >= MIN_KEY:
             values[value] = None
     return tuple(values)
 
@@ -524,7 +525,8 @@ def protect_logs(key: Secret | None) -> None:
     of `LOGGERS` and their children that exist now. Idempotent: one filter per logger,
     shared by every client."""
     global _KNOWN
-    if key and key.reveal() not in _KNOWN:
+    # A "key" of a few characters is no key: masking it everywhere would eat ordinary words.
+    if key and len(key.reveal()) >= MIN_KEY and key.reveal() not in _KNOWN:
         _KNOWN = (*_KNOWN, key.reveal())
     names = set(LOGGERS)
     names.update(
