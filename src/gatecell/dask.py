@@ -24,7 +24,8 @@ would travel whole, validators and all, with every task).
 **Rate limits.** ``rpm`` and ``tpm`` are for the whole computation: each partition gets an
 equal share, the limit divided by the number of partitions that run at once (the smaller of
 the number of partitions and the cluster's worker threads, read from the current
-``distributed`` client; pass ``parallel=N`` to say it). ``concurrency`` is per partition.
+``distributed`` client; pass ``parallel=N`` to say it). ``concurrency`` and ``patience`` (how
+long 429s may pause a batch in all) are per partition.
 """
 
 from __future__ import annotations

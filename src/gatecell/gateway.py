@@ -43,7 +43,7 @@ from gatecell.wire.structured import MODES, Support
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from gatecell.batch import Batch, MapOptions
+    from gatecell.batch import Batch, MapOptions, OnRow
 
 __all__ = ["Gateway", "AsyncGateway"]
 
@@ -210,22 +210,33 @@ class Gateway(
     def _run(self, program: Program[T]) -> T:
         return run(program, self._send)
 
-    def map(self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]) -> Batch:
+    def map(
+        self,
+        template: str,
+        data: Any,
+        *,
+        progress: bool = True,
+        on_row: OnRow | None = None,
+        **options: Unpack[MapOptions],
+    ) -> Batch:
         """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
         DataFrame's columns, ``{item}`` for plain values), sent with up to ``concurrency``
         requests at once within ``rpm``/``tpm``; a `Batch` of the replies, with a progress bar.
         The options (model, api, system, temperature, top_p, max_tokens, concurrency, rpm,
-        tpm, max_retries, cache, on_error) are `gatecell.batch.MapOptions`.
+        tpm, max_retries, patience, cache, on_error) are `gatecell.batch.MapOptions`.
 
         Finished rows are logged and, with ``cache`` (the default), answered from the log, so
         running it again after an interrupt sends only the rest. A row that still fails after
         its retries records its error (``on_error="raise"``: `BatchError`). Ctrl-C returns
-        the rows done so far. See `gatecell.batch`.
+        the rows done so far. ``on_row(position, row)`` gets each row as it finishes (in the
+        map's own thread; keep it quick), and the Batch then keeps no replies, only each
+        row's outcome (error, usage, provenance). See `gatecell.batch`.
         """
         from gatecell.batch import run as run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        return run_map(self, self.journal.gateway, self._routes, template, data, progress=progress, **options)
+        gateway, routes = self.journal.gateway, self._routes
+        return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
 
     def close(self) -> None:
         if self._owns_http:
@@ -267,14 +278,27 @@ class AsyncGateway(
         return arun(program, self._send)
 
     async def map(
-        self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]
+        self,
+        template: str,
+        data: Any,
+        *,
+        progress: bool = True,
+        on_row: OnRow | None = None,
+        **options: Unpack[MapOptions],
     ) -> Batch:
-        """`Gateway.map`, on the running event loop."""
+        """`Gateway.map`, on the running event loop (``on_row`` is called on it)."""
         from gatecell.batch import arun as arun_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
         return await arun_map(
-            self, self.journal.gateway, self._routes, template, data, progress=progress, **options
+            self,
+            self.journal.gateway,
+            self._routes,
+            template,
+            data,
+            progress=progress,
+            on_row=on_row,
+            **options,
         )
 
     async def aclose(self) -> None:

@@ -14,13 +14,23 @@ from typing import Any
 KEY = "sk-batch-test-0123456789abcdef"
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Poll ``condition`` until it holds; an AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.005)
+
+
 def reply_to(prompt: str) -> str:
     """What the server answers to a prompt: tells rows apart."""
     return f"re: {prompt}"
 
 
-# A rule decides each answer: (status, extra headers[, error message]) or None for a normal
-# reply. It gets the prompt and the server, and may wait (an awaitable) to hold the answer back.
+# A rule decides each answer: (status, extra headers[, message]) or None for a normal reply;
+# the message is the error's, or a 200's reply text instead of ``reply_to(prompt)``. It gets
+# the prompt and the server, and may wait (an awaitable) to hold the answer back.
 Rule = Callable[[str, "RowServer"], Any]
 # A reply decides the text of a normal answer from the prompt and the request body.
 Reply = Callable[[str, dict[str, Any]], str]
@@ -102,7 +112,7 @@ class RowServer:
                     self.in_flight -= 1
                 status, extra, *message = decided or (200, {})
                 error = {"error": {"message": message[0] if message else f"no: {status}"}}
-                text = self.reply(prompt, body) if self.reply else reply_to(prompt)
+                text = message[0] if message else self.reply(prompt, body) if self.reply else reply_to(prompt)
                 answer = _answer(path, body, text) if status == 200 else error
                 data = json.dumps(answer).encode()
                 self.statuses.append(status)

@@ -10,11 +10,15 @@ row does. On that one path it also:
 
 - answers from the log: a request the log holds an answer for (same cache key as any
   other entry point: `store.cache_key`) is not sent, so a re-run after an interrupt, a
-  kernel restart or a SIGKILL sends only the rows that had not finished;
+  kernel restart or a SIGKILL sends only the rows that had not finished. An empty reply is
+  no answer: its row fails (`EMPTY_REPLY`, logged as an error, which the log never answers
+  with), and an empty one the log holds from elsewhere (a chat call) is not taken;
 - paces (`pacing`): ``rpm``/``tpm`` schedules, and a 429 pauses the whole batch for its
-  Retry-After and halves the concurrency (which then creeps back up) before the same
-  request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
-  the client's `RetryPolicy` per row.
+  Retry-After (within `pacing.pause_for`'s bounds and the batch's patience) and halves the
+  concurrency (which then creeps back up) before the same request goes again, up to
+  `RATE_LIMIT_RETRIES` times; past them, or past the patience, the row fails with the 429's
+  error. 429s are the engine's alone: retries of other failures follow the client's
+  `RetryPolicy` per row.
 
 **Typed answers** (``schema=`` or ``choices=``): each row is the client's typed program
 (`wire.typed_calls`), so its repair rounds go out on the row's own sender, one after the
@@ -30,6 +34,10 @@ every request in flight, the cache key is made only when the log has answers to
 look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
 100,000 rows must not give the garbage collector millions of objects to walk).
 
+With ``on_row``, each finished row goes to it as it finishes (its position in the input and
+its `Row`), and the batch keeps only the row's outcome (error, usage, provenance), not its
+reply: ``gatecell map`` writes rows as they finish and holds no reply to the end.
+
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
 number of rows. Finished rows go to the store's writer thread in groups (every
 `FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
@@ -41,19 +49,20 @@ most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from gatecell.wire.conversation import for_api
 from gatecell.wire.drivers import arun
 from gatecell.wire.endpoints import Endpoints
-from gatecell.wire.errors import GatecellError
+from gatecell.wire.errors import APIError, GatecellError, api_error
 from gatecell.wire.exchange import Program
-from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
+from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError
 from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
 from gatecell.wire.proxies import Proxies
 from gatecell.wire.results import reply_text
@@ -61,19 +70,20 @@ from gatecell.wire.schemas import usage_of
 from gatecell.wire.structured import parse
 
 from .options import Options
-from .pacing import Pacing
+from .pacing import Pacing, pause_for
 from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED"]
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED", "EMPTY_REPLY"]
 
-RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
+RATE_LIMIT_RETRIES = 20  # 429s one row may wait out with the whole batch; the next fails it
 UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
 FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
 FLUSH_ROWS = 200  # or how many wait
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 _JSON = {"content-type": "application/json"}
+EMPTY_REPLY = "empty reply: no text came back (not kept as an answer: a new run sends this row again)"
 
 
 class _Cached(Exception):
@@ -95,8 +105,10 @@ class Engine:
         options: Options,
         store: Any = None,
         proxies: Proxies | None = None,
+        on_row: Callable[[int, Row], object] | None = None,
     ) -> None:
         self.concurrency = options.concurrency
+        self.on_row = on_row
         self.template = Template(template)
         self.rows = Rows(data)
         self.rows.check(self.template)  # a field the rows lack: refused before any request
@@ -121,7 +133,8 @@ class Engine:
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
         if options.schema is not None:
             self._typed = {"schema": options.schema, "repairs": options.repairs}
-        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
+        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm, options.patience)
+        self._retry_after_cap = self.programs.options.retry.retry_after_cap
         self.store = store
         self._timeout: float = self.programs.options.request_timeout
         self._connect_timeout: float = self.programs.options.connect_timeout
@@ -228,11 +241,17 @@ class Engine:
                 row.cached = sender.sent == 0  # every round answered from the log
                 if sender.earlier:
                     row.usage = _added(row.usage, sender.earlier)
+            if value is None and not (row.text or "").strip():  # logged as an error: never an answer
+                row.text, row.error = None, EMPTY_REPLY
+                failure = EMPTY_REPLY
         row.latency = time.perf_counter() - started
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
         self._log(row, sender, usage, failure, value)
+        if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
+            self.on_row(position, row)
+            self._results[position] = dataclasses.replace(row, text=None, body=None)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -499,10 +518,10 @@ class _RowSender:
             if key != self.key:
                 self.key = key
                 answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
-                if answer is not None:
-                    if engine.schema is None or answer.response is None:
-                        raise _Cached(answer)
-                    return self._replayed(request, answer)
+                if answer is not None and engine.schema is not None and answer.response is not None:
+                    return self._replayed(request, answer)  # its program reads it (a tool call, too)
+                if answer is not None and (answer.text or "").strip():  # an empty one answers nothing
+                    raise _Cached(answer)
         if not request.url.startswith(("http://", "https://")):
             raise TransportError(
                 f"cannot send to {request.url[:80]!r}: not an http(s) URL", kind="UnsupportedProtocol"
@@ -523,16 +542,16 @@ class _RowSender:
             finally:
                 pacing.release()
             headers = Headers.from_raw(head)
-            if status == 429 and self.rate_limited < RATE_LIMIT_RETRIES:
+            self.status, self.raw = status, content
+            if status == 429:
                 self.rate_limited += 1
-                wait = retry_after(headers)
-                pacing.rate_limited_for(
-                    wait if wait is not None else min(2.0**self.rate_limited, 30.0), sent_at
-                )
-                continue
+                pause = pause_for(headers, self.rate_limited, engine._retry_after_cap)
+                paused = pacing.rate_limited_for(pause, sent_at)
+                if paused and self.rate_limited <= RATE_LIMIT_RETRIES:
+                    continue
+                raise self._gave_up(Response(status, headers, request, content=content), paused)
             if status < 300:
                 pacing.succeeded()
-            self.status, self.raw = status, content
             return Response(status, headers, request, content=content)
 
     def _earlier(self) -> list[_Round]:
@@ -546,6 +565,23 @@ class _RowSender:
         self.status, self.raw = 200, json.dumps(answer.response).encode()
         headers = {**_JSON, "x-request-id": answer.request_id} if answer.request_id else _JSON
         return Response(200, Headers(headers), request, content=self.raw)
+
+    def _gave_up(self, response: Response, paused: bool) -> APIError:
+        """The 429's own error, and why this row waits no more: one line."""
+        engine = self.engine
+        request = response.request
+        error = api_error(response, engine.programs.api_key, request.method, self.path or "")
+        pacing = engine.pacing
+        if paused:
+            why = f"Still refused after {RATE_LIMIT_RETRIES} pauses for this row"
+        else:
+            waited = round(pacing.waited, 1)
+            why = (
+                f"The batch's 429 pauses reached its patience ({waited:g} of {pacing.patience:g} s in all: "
+                "patience= or GATECELL_MAP_PATIENCE), so no row waits for one any longer"
+            )
+        error.args = (f"{error.args[0].rstrip('.')}. {why}",)
+        return error
 
     async def _exchange(
         self, pool: Pool, request: Request, raw: bytes

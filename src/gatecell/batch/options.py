@@ -33,6 +33,7 @@ class MapOptions(TypedDict, total=False):
     rpm: float | None  # requests per minute at most: GATECELL_RPM, else no limit
     tpm: float | None  # tokens per minute at most: GATECELL_TPM, else no limit
     max_retries: int | None  # retries of a row's 5xx and connection errors: the client's
+    patience: float | None  # seconds 429 pauses may add up to: GATECELL_MAP_PATIENCE, else 600
     cache: bool  # answer rows from the log (default True)
     on_error: str  # "record" (default): failed rows keep their error; "raise": BatchError
     schema: Any  # a typed answer per row: a pydantic model class, a TypedDict, a JSON Schema dict...
@@ -54,6 +55,7 @@ class Options:
     rpm: float | None = None
     tpm: float | None = None
     max_retries: int | None = None
+    patience: float = 600.0
     cache: bool = True
     on_error: str = "record"
     schema: Schema | None = None  # from ``schema`` or ``choices``
@@ -84,6 +86,7 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
     given["schema"] = typed.schema if typed is not None else None
     given["model"] = options.get("model") or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     given["concurrency"] = env_number(options.get("concurrency"), "GATECELL_MAP_CONCURRENCY", 8)
+    given["patience"] = env_number(options.get("patience"), "GATECELL_MAP_PATIENCE", 600.0)
     for name in ("rpm", "tpm"):  # unset: the environment's, where 0 means no limit
         if options.get(name) is None:
             given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
@@ -96,6 +99,9 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
     for name in ("rpm", "tpm"):
         if getattr(resolved, name) is not None:
             _positive(name, getattr(resolved, name))
+    patience = resolved.patience
+    if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not patience >= 0:
+        raise InvalidRequest("patience", f"must be a number of seconds >= 0; got {echo(patience)}")
     retries = resolved.max_retries
     if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
         raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {echo(retries)}")

@@ -17,6 +17,11 @@ Faults never break the caller. A folder that cannot be written, a full disk or a
 not a database turns the store off (`record_exchange`, `record_job` and `lookup` become no-ops) and says
 so once per process and file, in one line on stderr. The queries (`logs`, `usage`, ...) raise
 `StoreError` instead, since their caller asked for the data.
+
+The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
+a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
+another user, one others may write, or a symbolic link is never used (`gatecell.wire.private`):
+the store is off, said in one line, as for any other fault.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 
 from gatecell.wire.apis import CACHEABLE, api_of
 from gatecell.wire.errors import GatecellError
+from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
 from gatecell.wire.secret import Secret
 
 from . import queries
@@ -71,9 +77,14 @@ class StoreError(GatecellError):
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection to the store at ``path`` (made if missing): WAL, busy timeout,
-    ``synchronous=NORMAL``, schema brought forward. Autocommit mode: transactions are explicit."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the log is private: prompts, replies
+    """A connection to the store at ``path`` (made if missing, 0600 in a 0700 folder): WAL,
+    busy timeout, ``synchronous=NORMAL``, schema brought forward. Autocommit mode:
+    transactions are explicit. `Untrusted` when the folder or a file is not this user's alone
+    (SQLite makes its ``-wal`` and ``-shm`` files with the database's mode)."""
+    private_folder(path.parent)
+    create_private(path)
+    for suffix in ("-wal", "-shm", "-journal"):
+        private_file(f"{path}{suffix}")
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -93,6 +104,8 @@ def _busy(exc: sqlite3.Error) -> bool:
 
 def _reason(path: Path, exc: BaseException) -> str:
     """Why the store stopped, in words a user can act on."""
+    if isinstance(exc, Untrusted):
+        return f"cannot use {path}: {exc}; set GATECELL_HOME to a folder of your own"
     text = str(exc) or type(exc).__name__
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return f"{path} is not a usable SQLite database ({text}); move it away to start a new log"
