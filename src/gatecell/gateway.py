@@ -29,7 +29,7 @@ from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
 from gatecell.wire.routing import PatternLike
 from gatecell.wire.schemas import ChatCompletion
 from gatecell.wire.secret import Secret
-from gatecell.wire.settings import Settings, env_flag, resolve, root_url
+from gatecell.wire.settings import Settings, env_choice, env_flag, resolve, root_url
 from gatecell.wire.streams import (
     AsyncChatStream,
     AsyncClosing,
@@ -38,6 +38,7 @@ from gatecell.wire.streams import (
     Closing,
     TextStream,
 )
+from gatecell.wire.structured import MODES, Support
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -61,7 +62,10 @@ class _Client:
     ``stream_usage``, ``job_paths``, ``backoff``, ``retry_after_cap``, ``job_interval`` (see
     `gatecell.wire.calls.Options`);
     ``reasoning_patterns``: model names that go to /v1/responses (see
-    `gatecell.wire.routing`); ``log``, ``cache``, ``log_media``: the store's switches for
+    `gatecell.wire.routing`); ``structured``: how typed answers are asked for, ``"auto"``
+    (natively where the gateway's metadata says the model takes it, else by instruction),
+    ``"native"`` or ``"instruction"``, else ``GATECELL_STRUCTURED`` (see
+    `gatecell.wire.typed_calls`); ``log``, ``cache``, ``log_media``: the store's switches for
     this client (each can be changed later as an attribute); ``proxy``: a proxy for every
     request (``http://user:pass@host:3128``), else ``GATECELL_PROXY``, else the environment's
     ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` unless ``trust_env`` is
@@ -99,8 +103,10 @@ class _Client:
         proxy: str | Proxy | None = None,
         trust_env: bool = True,
         http_client: Any = None,
+        structured: str | None = None,
     ) -> None:
         settings = resolve(base_url, api_key)
+        support = Support(env_choice(structured, "GATECELL_STRUCTURED", MODES, "auto"))
         self.log = env_flag(log, "GATECELL_LOG", True)
         self.cache = env_flag(cache, "GATECELL_CACHE", False)
         self.log_media = env_flag(log_media, "GATECELL_LOG_MEDIA", False)
@@ -131,6 +137,7 @@ class _Client:
             locate=self._choose,
             reasoning_patterns=list(reasoning_patterns) if reasoning_patterns is not None else None,
             hooks=self.journal,
+            support=support,
         )
         self.proxies = Proxies(proxy, trust_env=trust_env)  # a malformed proxy fails here
         local = True  # with nothing configured, the local gateway

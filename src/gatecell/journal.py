@@ -204,6 +204,7 @@ class Journal(Hooks):
             response = outcome.body
         elif result is not None:
             response = outcome.body
+        typed = call.schema is not None and isinstance(result, (ChatCompletion, Reply))
         self.store.record_exchange(
             call.path,
             call.model,
@@ -227,6 +228,8 @@ class Journal(Hooks):
             log_media=self._log_media(),
             secrets=secrets,
             at=note.at,
+            schema=call.schema,
+            parsed_json=call.schema.logged(result.parsed) if typed else None,
         )
 
     def _job(

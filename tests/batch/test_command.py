@@ -120,6 +120,75 @@ def test_the_magic_refuses_bad_values_in_one_line(cell_runner, ipshell, line, me
     assert message in str(result.error_in_exec) + captured.stderr + captured.stdout
 
 
+REVIEW_SCHEMA = {
+    "title": "Review",
+    "type": "object",
+    "properties": {
+        "sentiment": {"type": "string", "enum": ["positive", "negative", "neutral"]},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["sentiment", "stars"],
+}
+
+
+def _stars(prompt: str, body: dict) -> str:
+    """Row text ``n stars``: the JSON, in a fence; ``9 stars`` is out of range every time."""
+    n = int(json.dumps(body).split(" stars")[0].rsplit(" ", 1)[-1])
+    return f"```json\n{json.dumps({'sentiment': 'positive', 'stars': n})}\n```"
+
+
+def test_a_json_schema_file_gives_each_line_its_value(row_server, tmp_path: Path):
+    server = row_server(reply=_stars)
+    schema = tmp_path / "review.json"
+    schema.write_text(json.dumps(REVIEW_SCHEMA))
+    rows = "".join(json.dumps({"text": f"{n} stars"}) + "\n" for n in (4, 9, 2))
+    done = _gatecell(server, "map", "Rate: {text}", "--schema", str(schema), "--no-progress", stdin=rows)
+    assert done.returncode == 1 and done.stderr.strip().endswith("1 of 3 rows failed (see their error)")
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["parsed"] for line in lines] == [
+        {"sentiment": "positive", "stars": 4},
+        None,
+        {"sentiment": "positive", "stars": 2},
+    ]
+    assert lines[1]["error"] == "stars: Input should be less than or equal to 5, got 9"
+    assert len(server.prompts) == 4  # row 9 had its repair round
+    assert "Answer with JSON only" in server.prompts[0]
+
+
+def test_choices_on_the_command_line(row_server):
+    server = row_server(reply=lambda prompt, body: "Negative." if "bad" in json.dumps(body) else "meh")
+    rows = '{"t": "bad"}\n{"t": "so so"}\n'
+    done = _gatecell(server, "map", "{t}", "--choices", "positive, negative", "--no-progress", stdin=rows)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["parsed"] for line in lines] == ["negative", None]
+    assert lines[1]["error"] == "'meh' is not one of the choices: positive, negative"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "gatecell: map: no such file: "),
+        ("{not json", "gatecell: map: {path} is not a JSON file (Expecting property name"),
+        ("[1, 2]", "gatecell: map: {path} must hold a JSON Schema (an object), not list"),
+        ('{"type": "wat"}', "gatecell: map: {path}: schema: unknown type 'wat'"),
+    ],
+)
+def test_a_schema_file_that_will_not_do_is_one_line_before_any_request(
+    row_server, tmp_path, content, message
+):
+    server = row_server()
+    path = tmp_path / "schema.json"
+    if content is not None:
+        path.write_text(content)
+    done = _gatecell(server, "map", "{w}", "--schema", str(path), stdin='{"w": 1}\n')
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith(message.format(path=path)), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    both = _gatecell(server, "map", "{w}", "--schema", str(path), "--choices", "a,b", stdin='{"w": 1}\n')
+    assert both.stderr.strip() == "gatecell: map: --schema or --choices, not both"
+    assert server.prompts == [] and server.infos == 0
+
+
 # -- bad input files: one line, nothing sent ------------------------------------------------
 
 

@@ -76,6 +76,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(
                 404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}}
             )
+        elif mode == "stars_in_words":  # a typed answer with a number written in words, every time
+            value = {"sentiment": "positive", "product": "Acme kettle", "stars": "five"}
+            message = {"role": "assistant", "content": json.dumps(value)}
+            self._json(
+                200, {"id": "c1", "model": "fault-chat", "choices": [{"index": 0, "message": message}]}
+            )
         elif mode in ("cut", "slow"):
             self._stream(cut_after=5 if mode == "cut" else None)
 

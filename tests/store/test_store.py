@@ -513,7 +513,9 @@ def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: P
     assert [r["prompt"] for r in s.logs(q="lighthouse")] == ["old lighthouse prompt"]  # found via FTS5
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
-        assert conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall() == before
+        after = conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall()
+        assert [row[: len(before[0])] for row in after] == before  # kept; the new columns empty
+        assert all(value is None for row in after for value in row[len(before[0]) :])
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert ("exchanges_fts" in tables) == fts5_available()
     assert s.lookup("k1") is not None and s.lookup("k1").text == "old reply"  # type: ignore[union-attr]

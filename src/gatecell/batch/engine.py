@@ -20,6 +20,14 @@ row does. On that one path it also:
   error. 429s are the engine's alone: retries of other failures follow the client's
   `RetryPolicy` per row.
 
+**Typed answers** (``schema=`` or ``choices=``): each row is the client's typed program
+(`wire.typed_calls`), so its repair rounds go out on the row's own sender, one after the
+other, and every answer (fresh, or from the log: a typed row's logged answer is handed back
+to the program as the gateway's would be) is read the same way. When the native field may
+be sent, the first row runs alone: it asks the gateway's metadata, and a refusal of the
+field turns the batch to the instruction before the other rows start. Every round is
+logged, with the schema and the value, so a re-run answers each round from the log.
+
 What would cost a row more than its work is left out: a request's line and headers are
 written once per kind of request (`Engine.head`), one watch enforces the request timeout of
 every request in flight, the cache key is made only when the log has answers to
@@ -42,6 +50,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -55,7 +65,9 @@ from gatecell.wire.exchange import Program
 from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError
 from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
 from gatecell.wire.proxies import Proxies
+from gatecell.wire.results import reply_text
 from gatecell.wire.schemas import usage_of
+from gatecell.wire.structured import parse
 
 from .options import Options
 from .pacing import Pacing, pause_for
@@ -70,6 +82,7 @@ FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes t
 FLUSH_ROWS = 200  # or how many wait
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
+_JSON = {"content-type": "application/json"}
 EMPTY_REPLY = "empty reply: no text came back (not kept as an answer: a new run sends this row again)"
 
 
@@ -103,6 +116,7 @@ class Engine:
         self.api = options.api
         self.on_error = options.on_error
         self.cache = options.cache
+        self.schema = options.schema
         self.programs = client.programs(max_retries=options.max_retries)
         # The log's name for the gateway, as the client's journal gives it (the local gateway is
         # ``local`` whatever its port), so rows and interactive calls share one cache.
@@ -115,7 +129,10 @@ class Engine:
             "top_p": options.top_p,
             "max_tokens": options.max_tokens,
         }
+        self._typed: dict[str, Any] = {}
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
+        if options.schema is not None:
+            self._typed = {"schema": options.schema, "repairs": options.repairs}
         self.pacing = Pacing(self.concurrency, options.rpm, options.tpm, options.patience)
         self._retry_after_cap = self.programs.options.retry.retry_after_cap
         self.store = store
@@ -153,7 +170,7 @@ class Engine:
         """The request program of one row's prompt: its text, or text and pictures in order."""
         messages: list[dict[str, Any]] = [*self._system, {"role": "user", "content": prompt}]
         method, arguments = for_api(self.api, self.model, messages, **self._sampling)
-        return getattr(self.programs, method)(stream=False, **arguments)
+        return getattr(self.programs, method)(stream=False, **self._typed, **arguments)
 
     def _pull(self) -> Iterator[tuple[int, Any, Mapping[str, Any]]]:
         for position, (label, fields) in enumerate(self.rows):
@@ -192,6 +209,8 @@ class Engine:
         row = Row(label, model=self.model)
         sender = _RowSender(self)
         usage: Any = None  # as the reply gave it, for the log
+        value: Any = None  # a typed answer's, for the log (the row reads it again when asked)
+        failure: str | None = None  # the exchange's own error, for the log
         try:
             prompt = self.template.fill(fields, pictures=True)
             result = await arun(self.program_for(prompt), sender)
@@ -206,24 +225,33 @@ class Engine:
                 answer.request_id,
                 answer.endpoint,
             )
+            if self.schema is not None:  # a streamed answer in the log: its text is all there is
+                row.schema = self.schema
+                value, row.error = parse(answer.text, self.schema)
         except GatecellError as exc:
-            row.error = " ".join(str(exc).split())
+            row.error = failure = " ".join(str(exc).split())
         else:
             meta = result.meta
             usage = meta.usage
             row.text, row.body = result.text, sender.raw
             row.usage, row.request_id, row.endpoint = Tokens.of(usage), meta.request_id, meta.endpoint
             row.attempts = meta.attempts
-            if not (row.text or "").strip():  # logged as an error, so the log never answers with it
+            if self.schema is not None:
+                row.schema, value, row.error = self.schema, result.parsed, result.parse_error
+                row.cached = sender.sent == 0  # every round answered from the log
+                if sender.earlier:
+                    row.usage = _added(row.usage, sender.earlier)
+            if value is None and not (row.text or "").strip():  # logged as an error: never an answer
                 row.text, row.error = None, EMPTY_REPLY
+                failure = EMPTY_REPLY
         row.latency = time.perf_counter() - started
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        self._log(row, sender, usage)
+        self._log(row, sender, usage, failure, value)
         if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
             self.on_row(position, row)
-            self._results[position] = dataclasses.replace(row, text=None, body=None, value=None)
+            self._results[position] = dataclasses.replace(row, text=None, body=None)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -240,10 +268,34 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender, usage: Any) -> None:
+    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None, value: Any) -> None:
+        """Hand the row's exchanges to the log; ``failure`` is the exchange's own error (an
+        answer that did not validate is no failed exchange: it answers a re-run)."""
         store = self.store
         if store is None or sender.body is None:
             return
+        typed: dict[str, Any] = {}
+        if self.schema is not None:  # the value as JSON now: no model instance waits for the writer
+            typed = {"schema": self.schema, "parsed_json": self.schema.logged(value)}
+        for earlier in sender.earlier or ():  # the rounds before a repair: answers that did not validate
+            reply = earlier.reply
+            self._unlogged.append(
+                (
+                    (earlier.path, self.model, earlier.body),
+                    {
+                        "response": earlier.raw.decode("utf-8", "replace"),
+                        "text": reply_text(reply),
+                        "usage": _usage(reply),
+                        "status": earlier.status,
+                        "request_id": earlier.request_id,
+                        "gateway": self.gateway,
+                        "cached": earlier.hit,
+                        "cache_key": earlier.key,
+                        "secrets": (self.programs.api_key,),
+                        "schema": self.schema,
+                    },
+                )
+            )
         arguments = (sender.path or row.endpoint or "", self.model, sender.body)
         self._unlogged.append(
             (
@@ -254,12 +306,13 @@ class Engine:
                     "usage": usage,
                     "latency": row.latency,
                     "status": sender.status,
-                    "error": row.error,
+                    "error": failure,
                     "request_id": row.request_id,
                     "gateway": self.gateway,
-                    "cached": row.cached,
+                    "cached": sender.hit if self.schema is not None else row.cached,
                     "cache_key": sender.key,
                     "secrets": (self.programs.api_key,),
+                    **typed,
                 },
             )
         )
@@ -298,13 +351,20 @@ class Engine:
         self.started = time.perf_counter()
         self._loop = asyncio.get_running_loop()
         rows = self._pull()
-        self._tasks = [asyncio.ensure_future(self._worker(rows)) for _ in range(self.concurrency)]
+        first = self._learns_first()
+        self._tasks = [asyncio.ensure_future(self._worker(itertools.islice(rows, 1) if first else rows))]
         if self._stopping:  # stopped before it began
             self.stop()
         handing = asyncio.ensure_future(self._hand_over_often())
         watching = asyncio.ensure_future(self._watch())
         interrupted = False
         try:
+            if first:  # the first row alone, then the others (see the module)
+                await self._tasks[0]
+            others = self.concurrency if first else self.concurrency - 1
+            self._tasks += [asyncio.ensure_future(self._worker(rows)) for _ in range(others)]
+            if self._stopping:
+                self.stop()
             await asyncio.gather(*self._tasks)
         except asyncio.CancelledError:
             if not self._stopping:
@@ -328,6 +388,12 @@ class Engine:
         if self._failure is not None and self.on_error == "raise":
             raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
         return batch
+
+    def _learns_first(self) -> bool:
+        """Whether the first row runs alone: a typed batch that may ask natively learns from
+        it (the gateway's metadata, a refusal of the field) how to ask the others."""
+        support = self.programs.support
+        return self.schema is not None and (support.wants_metadata or support.native(self.model))
 
     def stop(self) -> None:
         """Stop at once: rows in flight are dropped (not logged), the rest never start."""
@@ -357,6 +423,7 @@ class Engine:
             seconds=time.perf_counter() - self.started,
             requests=self.requests,
             rate_limited=self.pacing.rate_limited,
+            schema=self.schema,
         )
 
     # -- the wire ---------------------------------------------------------------------
@@ -394,10 +461,30 @@ class Engine:
         return pool
 
 
+class _Round:
+    """An answered request of a typed row that a repair round followed (for the log)."""
+
+    __slots__ = ("body", "path", "raw", "status", "key", "hit", "request_id")
+
+    def __init__(self, sender: _RowSender, request_id: str | None) -> None:
+        self.body, self.path, self.raw = sender.body, sender.path or "", sender.raw or b""
+        self.status, self.key, self.hit, self.request_id = sender.status, sender.key, sender.hit, request_id
+
+    @property
+    def reply(self) -> Any:
+        try:
+            return json.loads(self.raw)
+        except ValueError:
+            return None
+
+
 class _RowSender:
     """Sends the requests of one row's program (a `drivers.AsyncSend`)."""
 
-    __slots__ = ("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited")
+    __slots__ = (
+        *("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited"),
+        *("hit", "request_id", "earlier"),
+    )
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -409,19 +496,30 @@ class _RowSender:
         self.sent = 0
         self.booked = 0.0  # tokens booked on the tpm schedule
         self.rate_limited = 0
+        self.hit = False  # the last answer came from the log (typed rows)
+        self.request_id: str | None = None  # of the last answer from the log
+        self.earlier: list[_Round] | None = None  # a typed row's answers before its last round
 
     async def __call__(self, request: Request) -> Response:
         engine = self.engine
         body = request.body
+        if self.raw is not None and self.status is not None and self.status < 300 and body != self.body:
+            # a new round after an answer (a typed row's repair): that answer is logged too
+            (self.earlier if self.earlier is not None else self._earlier()).append(
+                _Round(self, self.request_id)
+            )
+            self.hit, self.request_id = False, None
         self.body, self.path = body, urlsplit(request.url).path
         known = engine._answerable
-        if engine.cache and engine.store is not None and known != set():  # an empty log answers nothing
+        if engine.cache and engine.store is not None and known != set() and request.method == "POST":
             from gatecell.store import cache_key
 
             key = cache_key(self.path, engine.model, body, engine.gateway)  # else the writer makes it
             if key != self.key:
                 self.key = key
                 answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
+                if answer is not None and engine.schema is not None and answer.response is not None:
+                    return self._replayed(request, answer)  # its program reads it (a tool call, too)
                 if answer is not None and (answer.text or "").strip():  # an empty one answers nothing
                     raise _Cached(answer)
         if not request.url.startswith(("http://", "https://")):
@@ -455,6 +553,18 @@ class _RowSender:
             if status < 300:
                 pacing.succeeded()
             return Response(status, headers, request, content=content)
+
+    def _earlier(self) -> list[_Round]:
+        self.earlier = []
+        return self.earlier
+
+    def _replayed(self, request: Request, answer: Any) -> Response:
+        """A typed row's logged answer, handed to its program as the gateway's: the program
+        reads it, and goes on to a repair round when it does not validate."""
+        self.hit, self.request_id = True, answer.request_id
+        self.status, self.raw = 200, json.dumps(answer.response).encode()
+        headers = {**_JSON, "x-request-id": answer.request_id} if answer.request_id else _JSON
+        return Response(200, Headers(headers), request, content=self.raw)
 
     def _gave_up(self, response: Response, paused: bool) -> APIError:
         """The 429's own error, and why this row waits no more: one line."""
@@ -516,3 +626,18 @@ class _RowSender:
             if answer is not None:
                 answer.release()
         return answer.status, answer.headers, content
+
+
+def _usage(reply: Any) -> Any:
+    """The usage object of a reply body, whatever the API."""
+    return (reply.get("usage") or reply.get("usageMetadata")) if isinstance(reply, dict) else None
+
+
+def _added(usage: Tokens | None, earlier: list[_Round]) -> Tokens | None:
+    """A typed row's tokens: its last answer's and those of the rounds before it."""
+    total = usage
+    for round_ in earlier:
+        tokens = Tokens.of(usage_of(_usage(round_.reply)))
+        if tokens is not None:
+            total = tokens if total is None else Tokens(*(a + b for a, b in zip(total, tokens, strict=True)))
+    return total

@@ -37,6 +37,7 @@ from gatecell.wire.errors import GatecellError
 
 if TYPE_CHECKING:
     from gatecell.batch import Row
+    from gatecell.wire.structured import Schema
 
 __all__ = ["add_parser", "ROW_CAP"]
 
@@ -58,8 +59,9 @@ def add_parser(sub: Any) -> None:
         "line, with nothing sent. Finished rows are logged and answered from the log when run again, "
         "so an interrupted run resumes where it stopped (GATECELL_HOME, GATECELL_LOG).",
         epilog="Output: one JSON object per input row, in order, written as soon as the rows before it "
-        "are done: index, input, text, error, prompt_tokens, completion_tokens, total_tokens, cached. "
-        "Exit status 1 when a row failed.",
+        "are done: index, input, text, error, prompt_tokens, completion_tokens, total_tokens, cached "
+        "(and parsed, with --schema or --choices: the validated value, null where the answer never "
+        "validated and error says why). Exit status 1 when a row failed.",
     )
     p.add_argument("template", help="the prompt, with {field} placeholders ({{ and }} for braces)")
     p.add_argument("-i", "--input", metavar="FILE", help="rows.jsonl or rows.csv (default: JSONL on stdin)")
@@ -88,6 +90,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-t", "--temperature", type=float, help="0 to 2")
     p.add_argument("--top-p", type=float, help="0 to 1")
     p.add_argument("--max-tokens", type=int)
+    p.add_argument(
+        "--schema", metavar="FILE", help="a typed answer per row: a JSON Schema file (see the output)"
+    )
+    p.add_argument("--choices", metavar="A,B,C", help="a typed answer per row: exactly one of these labels")
     p.add_argument("--no-cache", action="store_true", help="send every row, even those the log can answer")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
@@ -216,8 +222,9 @@ class _Writer:
     """Writes each row's line in input order, as soon as it and every row before it are done.
     Everything here runs in the map's thread: the engine pulls the rows and hands them back."""
 
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[str], *, typed: bool = False) -> None:
         self.out = out
+        self.typed = typed  # each line gets the row's parsed value
         self.emptied = out is sys.stdout  # a file: emptied when the first row is done
         self.fields: dict[int, Any] = {}  # the input of each row pulled and not yet written
         self.ahead: dict[int, Row] = {}  # rows finished before one that comes before them
@@ -261,8 +268,42 @@ class _Writer:
             "total_tokens": usage.total_tokens if usage else None,
             "cached": row.cached,
         }
+        if self.typed:
+            line["parsed"] = row.value
         self.out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
         self.written += 1
+
+
+def _typed(args: argparse.Namespace) -> dict[str, Schema]:
+    """The ``schema=`` of ``--schema FILE`` or ``--choices A,B,C``: a missing or unreadable
+    file, or one that holds no usable JSON Schema, is one line before any request."""
+    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.structured import Schema
+
+    if args.schema is not None and args.choices is not None:
+        raise GatecellError("map: --schema or --choices, not both")
+    try:
+        if args.choices is not None:
+            return {
+                "schema": Schema.of([label.strip() for label in args.choices.split(",") if label.strip()])
+            }
+        if args.schema is None:
+            return {}
+        try:
+            spec = json.loads(Path(args.schema).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GatecellError(f"map: no such file: {args.schema}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise GatecellError(f"map: {args.schema} is not a JSON file ({exc})") from None
+        if not isinstance(spec, dict):
+            raise GatecellError(
+                f"map: {args.schema} must hold a JSON Schema (an object), not {type(spec).__name__}"
+            )
+        return {"schema": Schema.of(spec)}
+    except InvalidRequest as exc:
+        raise GatecellError(
+            f"map: {'--choices' if args.choices is not None else args.schema}: {exc}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -275,6 +316,8 @@ def run(args: argparse.Namespace) -> int:
         raise GatecellError(f"map: {exc}") from None
     options["cache"] = not args.no_cache
     options["patience"] = args.patience
+    typed = _typed(args)
+    options["schema"] = typed.get("schema")
     encoding = _encoding(args.encoding)
     csv.field_size_limit(ROW_CAP)
     name = args.input or "stdin"
@@ -286,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
         except GatecellError as exc:
             raise GatecellError(f"{exc}; nothing was sent") from None
         out = _output(args.output)
-        writer = _Writer(out)
+        writer = _Writer(out, typed=bool(typed))
         try:
             with Gateway() as gw, closing(_rows(source, csv_input, encoding, name)) as rows:
                 batch = gw.map(

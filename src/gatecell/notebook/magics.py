@@ -48,7 +48,7 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
             *("api", "cells", "error", "code", "show_prompt"),
             *("image", "last_plot", "file", "as_text"),
             "cache",
-            *("over", "jobs", "rpm", "tpm"),
+            *("over", "jobs", "rpm", "tpm", "schema", "choices"),
         ),
     ),
     "reason": (
@@ -346,8 +346,11 @@ class GatecellMagics(Magics):
     # -- conversation --------------------------------------------------------------------
 
     def _chat(self, ns: argparse.Namespace, prompt: Any) -> Any:
+        from .typed import typed_options
+
+        typed = typed_options("chat", ns, self.namespace)  # a bad NAME: one line, nothing sent
         if ns.over:
-            return self._over(ns, prompt)
+            return self._over(ns, prompt, typed)
         prompt = self._context(ns, prompt)
         if not prompt:
             return None
@@ -362,10 +365,10 @@ class GatecellMagics(Magics):
         model = ns.model or self.defaults.model
         with self._serving(ns, model, "model"):
             return self._converse(
-                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
+                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv, typed=typed
             )
 
-    def _over(self, ns: argparse.Namespace, template: str) -> Any:
+    def _over(self, ns: argparse.Namespace, template: str, typed: dict[str, Any]) -> Any:
         """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
         bar in the cell; a kernel interrupt stops it and the rows done so far are the value."""
         if ns.over not in self.namespace:
@@ -379,7 +382,7 @@ class GatecellMagics(Magics):
         options["model"] = ns.model or self.defaults.model
         options["api"] = ns.api or self.defaults.api
         options["system"] = ns.system or self.defaults.system or None
-        return self.session.gateway.map(template, self.namespace[ns.over], **options)
+        return self.session.gateway.map(template, self.namespace[ns.over], **options, **typed)
 
     def _reason(self, ns: argparse.Namespace, prompt: Any) -> Any:
         prompt = self._context(ns, prompt)
@@ -427,6 +430,7 @@ class GatecellMagics(Magics):
         *,
         conv: Any = None,
         effort: str | None = None,
+        typed: dict[str, Any] | None = None,
     ) -> Any:
         from gatecell.wire.errors import StreamError
 
@@ -438,8 +442,11 @@ class GatecellMagics(Magics):
             from .display import show_prompt
 
             show_prompt(sent)
-        stream = not ns.no_stream
-        result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
+        stream = not ns.no_stream and not typed  # a typed answer is read whole
+        sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
+        result: Any = self.session.gateway.converse(
+            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {})
+        )
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
         error: BaseException | None = None
         if stream:
@@ -469,10 +476,16 @@ class GatecellMagics(Magics):
                 f", kept in conversation '{conv.name}'" if conv is not None and text else ""
             )
         aside = ("Reasoning summary", reasoning) if reasoning else None
-        live.finish(text, prov=prov, footer=ns.footer, note=note, aside=aside)
+        shown = text
+        if typed:
+            from .typed import shown_typed
+
+            shown, note = shown_typed(result, text, typed["schema"])
+        live.finish(shown, prov=prov, footer=ns.footer, note=note, aside=aside)
         if conv is not None and (text or error is None):
             conv.add(prompt, text, partial=error is not None, prov=prov)
-        value = Text(text, prov, partial=error is not None, reasoning=reasoning).quiet()
+        parsed = {"parsed": result.parsed, "parse_error": result.parse_error} if typed else {}
+        value = Text(text, prov, partial=error is not None, reasoning=reasoning, **parsed).quiet()
         if error is not None:
             self._store(ns, value)
             raise error
@@ -737,29 +750,6 @@ class GatecellMagics(Magics):
         from .log import restore
 
         restore(ns.name, self.session.memory)
-
-
-def _send(
-    gw: Any,
-    api: str,
-    model: str,
-    messages: list[dict[str, Any]],
-    ns: argparse.Namespace,
-    *,
-    stream: bool,
-    effort: str | None,
-) -> Any:
-    """One conversation request in the chosen wire format (a reply, or a stream)."""
-    return gw.converse(
-        api,
-        model,
-        messages,
-        stream=stream,
-        temperature=getattr(ns, "temperature", None),
-        top_p=getattr(ns, "top_p", None),
-        max_tokens=getattr(ns, "max_tokens", None),
-        effort=effort,
-    )
 
 
 def _stripped(prompt: Any) -> list[Any]:

@@ -122,7 +122,7 @@ _EXCHANGE_FIELDS = ", ".join(
     for name in (
         "id time endpoint model api gateway params_json prompt messages_json response reasoning "
         "prompt_tokens completion_tokens reasoning_tokens total_tokens latency status error request_id "
-        "conversation notebook cached partial media_type media_size media_sha256"
+        "conversation notebook cached partial media_type media_size media_sha256 schema_name parsed_json"
     ).split()
 )
 _TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens")
@@ -156,6 +156,8 @@ def _exchange(row: sqlite3.Row) -> dict[str, Any]:
             if row["media_sha256"]
             else None
         ),
+        "schema": row["schema_name"],
+        "parsed": _loads(row["parsed_json"]),
     }
 
 

@@ -26,6 +26,7 @@ from pydantic_core import to_json
 from gatecell.wire.apis import api_of
 from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
 from gatecell.wire.secret import Secret, redact, redact_json, suspect
+from gatecell.wire.structured import instruction
 
 from .keys import cache_key, gateway_address
 
@@ -70,6 +71,8 @@ class ExchangeEntry:
     media_type: str | None
     log_media: bool
     secrets: Secrets
+    schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
+    parsed_json: str | None = None  # and the value read from it, as JSON
 
 
 @dataclass(slots=True)
@@ -229,7 +232,8 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
 EXCHANGE_COLUMNS = tuple(
     "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
     "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
-    "notebook cached partial cache_key media_type media_size media_sha256 media response_json".split()
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json "
+    "schema_name schema_json parsed_json".split()
 )
 JOB_COLUMNS = tuple(
     "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
@@ -242,9 +246,12 @@ def _columns(columns: tuple[str, ...], names: str) -> tuple[int, ...]:
 
 _EXCHANGE_TEXTS = _columns(
     EXCHANGE_COLUMNS,
-    "endpoint model api gateway prompt response reasoning error request_id conversation notebook media_type",
+    "endpoint model api gateway prompt response reasoning error request_id conversation notebook media_type "
+    "schema_name",
 )
-_EXCHANGE_JSON = _columns(EXCHANGE_COLUMNS, "params_json messages_json usage_json response_json")
+_EXCHANGE_JSON = _columns(
+    EXCHANGE_COLUMNS, "params_json messages_json usage_json response_json schema_json parsed_json"
+)
 _JOB_TEXTS = _columns(JOB_COLUMNS, "gateway kind job_id model prompt state error notebook")
 _JOB_JSON = _columns(JOB_COLUMNS, "body_json")
 
@@ -280,6 +287,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         if messages is not None and not e.log_media:
             messages = _without_bytes(messages)
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
+    if e.schema is not None and prompt:  # the user's prompt; the instruction is in messages_json
+        prompt = prompt.removesuffix("\n\n" + instruction(e.schema))
     error = e.error
     if error is None and e.status is not None and e.status >= 400:
         error = f"HTTP {e.status}"
@@ -318,6 +327,7 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_sha,
         media,
         response if isinstance(response, str) else _json(response),
+        *((None, None, None) if e.schema is None else (e.schema.name, e.schema.json_text, e.parsed_json)),
     ]
     return _redacted(row, _EXCHANGE_TEXTS, _EXCHANGE_JSON, e.secrets)
 

@@ -83,6 +83,13 @@ def exchange_text(row: dict[str, Any]) -> str:
         lines += ["### Error", "", row["error"], ""]
     if row["response"] is not None or not row["error"]:
         lines += ["### Response", "", row["response"] or "", ""]
+    if row.get("schema"):
+        value = (
+            json.dumps(row["parsed"], ensure_ascii=False)
+            if row["parsed"] is not None
+            else "(none: it did not validate)"
+        )
+        lines += [f"### Parsed as {row['schema']}", "", value, ""]
     if row["media"]:
         media = row["media"]
         lines += [

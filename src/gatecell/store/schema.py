@@ -16,7 +16,7 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | api | TEXT | chat, messages, generate-content, responses, image, speech, video, imagine, music, models |
 | gateway | TEXT | the gateway's root address (no user, password or query); ``local`` for the local gateway |
 | params_json | TEXT | the request body less model, prompt and messages: temperature, top_p, max_tokens, ... |
-| prompt | TEXT | the prompt: the last user message, the ``input`` or the ``prompt`` |
+| prompt | TEXT | the prompt: the last user message, ``input`` or ``prompt`` (less a typed instruction) |
 | messages_json | TEXT | the messages (or contents, or input list) as sent |
 | response | TEXT | the reply text (a streamed reply once complete, or as far as it came) |
 | reasoning | TEXT | the reasoning summary, when the reply had one |
@@ -39,6 +39,9 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | media_sha256 | TEXT | media replies: sha256 of the bytes |
 | media | BLOB | media replies: the bytes, only when ``GATECELL_LOG_MEDIA=1`` |
 | response_json | TEXT | the raw reply body, to answer again from the cache (media bodies only with media) |
+| schema_name | TEXT | a typed answer's schema: its name (a model class's, ``choice`` for labels...) |
+| schema_json | TEXT | and its JSON Schema |
+| parsed_json | TEXT | the value read from the answer, as JSON; NULL when it did not validate |
 
 ``jobs``: one row per job-style task (imagine, video, music), updated as it goes.
 
@@ -218,7 +221,18 @@ def index_new(conn: sqlite3.Connection) -> bool:
     return True
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_tables, _search, _search_when_asked]
+def _typed_answers(conn: sqlite3.Connection) -> None:
+    """What a typed answer was asked to be, and the value read from it."""
+    for column in ("schema_name", "schema_json", "parsed_json"):
+        conn.execute(f"ALTER TABLE exchanges ADD COLUMN {column} TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _tables,
+    _search,
+    _search_when_asked,
+    _typed_answers,
+]
 VERSION = len(MIGRATIONS)
 
 

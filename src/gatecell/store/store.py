@@ -60,7 +60,7 @@ _LINGER = 0.05  # seconds the writer waits for more entries before it commits a 
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
-_ROWS_PER_INSERT = 32  # 32 rows of 30 values: within the 999 variables of the oldest SQLite
+_ROWS_PER_INSERT = 999 // len(EXCHANGE_COLUMNS)  # within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
     "ON CONFLICT (gateway, kind, job_id) DO UPDATE SET "
@@ -206,6 +206,8 @@ class Store:
         log_media: bool | None = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
+        schema: Any = None,
+        parsed_json: str | None = None,
     ) -> None:
         """Log one exchange; returns at once (the writer thread commits it).
 
@@ -218,6 +220,9 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
+        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
+        the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
+        model instance waits for the writer).
         """
         if not self.log_enabled or self.off is not None:
             return
@@ -247,6 +252,8 @@ class Store:
                 media_type,
                 self.log_media if log_media is None else log_media,
                 secrets,
+                schema,
+                parsed_json,
             )
         )
 
@@ -540,7 +547,7 @@ _ORPHANS: list[Any] = []
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert exchanges 32 rows a statement: ``executemany`` hands the interpreter lock back
+    """Insert exchanges `_ROWS_PER_INSERT` rows a statement: ``executemany`` hands the interpreter lock back
     and forth once a row, and each time the caller's thread may be kept waiting for it."""
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
