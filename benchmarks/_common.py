@@ -156,11 +156,14 @@ def spawn_http(
     raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{tail}")
 
 
-def spawn_neutral(chunks: int = 50_000, reply: int | None = None) -> Child:
-    """The neutral chat-completions server (see _neutral.py); ``reply``: bytes of its reply text."""
+def spawn_neutral(chunks: int = 50_000, reply: int | None = None, reply_json: bool = False) -> Child:
+    """The neutral chat-completions server (see _neutral.py); ``reply``: bytes of its reply
+    text; ``reply_json``: its reply text is a JSON object."""
     argv = [PYTHON, str(HERE / "_neutral.py"), "neutral", "--chunks", str(chunks)]
     if reply is not None:
         argv += ["--reply", str(reply)]
+    if reply_json:
+        argv.append("--reply-json")
     return spawn_ready_line("neutral", argv)
 
 

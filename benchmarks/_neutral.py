@@ -154,10 +154,16 @@ class Neutral(asyncio.Protocol):
         return _plain(b"404 Not Found", b'{"error":{"message":"not found","type":"not_found"}}')
 
 
-async def _serve_neutral(host: str, chunks: int, reply: int | None) -> None:
+# The reply of ``--reply-json``: a typed answer (bench_batch.py's ``Review``).
+JSON_REPLY = json.dumps({"sentiment": "positive", "product": "Hello kettle", "stars": 4})
+
+
+async def _serve_neutral(host: str, chunks: int, reply: int | None, reply_json: bool = False) -> None:
     Neutral.default_chunks = chunks
     if reply is not None:
         Neutral.completion = completion(reply_text(reply))
+    if reply_json:
+        Neutral.completion = completion(JSON_REPLY)
     Neutral.streams[chunks] = _STREAM_HEAD + stream_body(chunks)
     server = await asyncio.get_running_loop().create_server(Neutral, host, 0, backlog=2048)
     print("READY", server.sockets[0].getsockname()[1], flush=True)
@@ -189,9 +195,10 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--chunks", type=int, default=50_000)
     parser.add_argument("--reply", type=int, help="characters of the (non-streamed) reply's text")
+    parser.add_argument("--reply-json", action="store_true", help="the reply's text is a JSON object")
     args = parser.parse_args()
     if args.kind == "neutral":
-        asyncio.run(_serve_neutral(args.host, args.chunks, args.reply))
+        asyncio.run(_serve_neutral(args.host, args.chunks, args.reply, args.reply_json))
     else:
         _serve_hello(args.host)
 

@@ -13,13 +13,20 @@ people write, side by side in one run; then rate-limit accuracy and memory.
    embedded gateway's requests are not the measure: a counting proxy server is).
 3. Against a gateway that enforces ``R`` requests per minute with 429s (``R/60`` per fixed
    one-second window, Retry-After to the window's end): rows failed and the share of 429s.
-4. Memory: peak RSS of ``map`` over a generator, in fresh processes: 1,000 rows;
+4. Typed answers: ``map(..., schema=Review)`` against the same ``map`` without a schema, the
+   neutral server answering every request with the same JSON object (``--reply-json``), 64
+   in flight, shipped defaults as in 1 (the schema goes by instruction: the neutral server
+   has no ``/model/info``). The parse and validation must not become the batch's cost: the
+   target is at most 1.25x the CPU per row.
+5. Behind a proxy: the same ``map`` direct and through Debian's squid on loopback (a config
+   of the tests' own, nothing cached), taking turns; information, no target.
+6. Memory: peak RSS of ``map`` over a generator, in fresh processes: 1,000 rows;
    ``--memory-rows`` rows stopped (Ctrl-C) after 1,000, the rest still queued; and all of
    them (peak RSS: the process's VmHWM). The engine pulls rows as workers free up, so the
    queue costs nothing; what grows is the results (one `Row` per finished row).
 
     .venv/bin/python benchmarks/bench_batch.py [--rows 10000] [--reps 3] [--rpm 1200]
-        [--rate-seconds 30] [--memory-rows 100000] [--only throughput rate limited memory]
+        [--rate-seconds 30] [--memory-rows 100000] [--only throughput rate limited typed proxy memory]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from _common import (
     BENCH_KEY,
@@ -243,6 +251,117 @@ def throughput(rows: int, reps: int) -> tuple[dict, list[dict]]:
     return {"concurrency": CONCURRENCY, "runs": runs, "table": table}, summary
 
 
+# -- typed answers ----------------------------------------------------------------------------
+
+
+def _typed_map(typed: bool) -> Callable[[Child], Work]:
+    from pydantic import BaseModel
+
+    class Review(BaseModel):
+        sentiment: str
+        product: str
+        stars: int
+
+    def make(server: Child) -> Work:
+        from gatecell import Gateway
+
+        gw = Gateway(base_url=server.url, api_key=BENCH_KEY)
+        schema = {"schema": Review} if typed else {}
+
+        def work(n: int) -> int:
+            os.environ["GATECELL_HOME"] = tempfile.mkdtemp(prefix="gatecell-bench-batch-")  # a fresh log
+            batch = gw.map(
+                "row {item}", range(n), model=MODEL, max_tokens=1, concurrency=CONCURRENCY, **schema
+            )
+            if typed:
+                return sum(value is not None and value.stars == 4 for value in batch.parsed)
+            return sum(json.loads(t)["stars"] == 4 for t in batch.text)
+
+        return work
+
+    return make
+
+
+def typed(rows: int, reps: int) -> tuple[dict, list[dict]]:
+    """``map`` with and without ``schema=``, the same JSON answers, taking turns in one run."""
+    with spawn_neutral(1, reply_json=True) as server:
+        runs = contest(
+            {"map, schema=Review": _typed_map(True), "map, no schema": _typed_map(False)}, server, rows, reps
+        )
+    assert runs is not None
+    cpu = {name: median([r["cpu_s"] for r in rs]) / rows * 1e6 for name, rs in runs.items()}
+    speed = {name: rows / median([r["wall_s"] for r in rs]) for name, rs in runs.items()}
+    ratio = cpu["map, schema=Review"] / cpu["map, no schema"]
+    print(f"\ntyped answers: {rows:,} rows, {CONCURRENCY} in flight, {reps} repetitions, medians\n")
+    print_table(["loop", "rows/s", "CPU us/row"], [[n, round(speed[n]), round(cpu[n])] for n in runs])
+    print(f"\nschema= costs {ratio:.2f}x the CPU per row of map without one (target <= 1.25x)")
+    summary = [
+        summary_row(
+            "map CPU/row with schema= vs without, 64 in flight",
+            f"{cpu['map, schema=Review']:.0f} us",
+            f"no schema {cpu['map, no schema']:.0f} us",
+            ratio,
+            "<= 1.25x",
+            ratio <= 1.25,
+        )
+    ]
+    return {"runs": runs, "cpu_us_per_row": cpu, "rows_per_s": speed, "ratio": ratio}, summary
+
+
+# -- behind a proxy: the same map direct and through Debian's squid ------------------------
+
+
+def _proxied_map(proxy: str | None) -> Callable[[Child], Work]:
+    def make(server: Child) -> Work:
+        from gatecell import Gateway
+
+        gw = Gateway(base_url=server.url, api_key=BENCH_KEY, proxy=proxy, trust_env=False)
+
+        def work(n: int) -> int:
+            os.environ["GATECELL_HOME"] = tempfile.mkdtemp(prefix="gatecell-bench-batch-")  # a fresh log
+            batch = gw.map("row {item}", range(n), model=MODEL, max_tokens=1, concurrency=CONCURRENCY)
+            return sum(t == REPLY for t in batch.text)
+
+        return work
+
+    return make
+
+
+def proxied(rows: int, reps: int) -> tuple[dict, list[dict]]:
+    """``map`` direct and through squid (tests/proxy.py: squid on loopback, nothing cached),
+    taking turns in one run; for information: a proxy adds a hop, and keeps its connections."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from proxy import SQUID, Squid
+
+    if not SQUID.exists():
+        print("squid is not installed (make test installs it): left out")
+        return {}, []
+    squid = Squid()
+    try:
+        with spawn_neutral(1) as server:
+            makers = {"map, direct": _proxied_map(None), "map, through squid": _proxied_map(squid.url)}
+            runs = contest(makers, server, rows, reps)
+    finally:
+        squid.stop()
+    assert runs is not None
+    speed = {name: rows / median([r["wall_s"] for r in rs]) for name, rs in runs.items()}
+    cpu = {name: median([r["cpu_s"] for r in rs]) / rows * 1e6 for name, rs in runs.items()}
+    print(f"\nbehind a proxy: {rows:,} rows, {CONCURRENCY} in flight, {reps} repetitions, medians\n")
+    print_table(["loop", "rows/s", "CPU us/row"], [[n, round(speed[n]), round(cpu[n])] for n in runs])
+    through, direct = speed["map, through squid"], speed["map, direct"]
+    summary = [
+        summary_row(
+            "map rows/s through squid vs direct (info)",
+            f"{through:,.0f}/s",
+            f"direct {direct:,.0f}/s",
+            through / direct,
+            "info",
+            None,
+        )
+    ]
+    return {"runs": runs, "rows_per_s": speed, "cpu_us_per_row": cpu}, summary
+
+
 # -- rate limits: a counting server, in a thread of this process -----------------------------
 
 
@@ -424,7 +543,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=1200)
     parser.add_argument("--rate-seconds", type=float, default=30.0)
     parser.add_argument("--memory-rows", type=int, default=100_000)
-    parser.add_argument("--only", nargs="*", default=["throughput", "rate", "limited", "memory"])
+    parser.add_argument(
+        "--only", nargs="*", default=["throughput", "rate", "limited", "typed", "proxy", "memory"]
+    )
     args = parser.parse_args()
     sys.stderr = open(os.devnull, "w")  # the progress bars of the map runs
     measurements, summary = {}, []
@@ -432,6 +553,8 @@ def main() -> None:
         "throughput": lambda: throughput(args.rows, args.reps),
         "rate": lambda: rate(args.rpm, args.rate_seconds),
         "limited": lambda: limited(args.rpm, args.rate_seconds),
+        "typed": lambda: typed(args.rows, args.reps),
+        "proxy": lambda: proxied(args.rows, args.reps),
         "memory": lambda: memory(args.memory_rows),
     }
     for name in args.only:

@@ -192,6 +192,7 @@ def test_lab_serves_the_tutorials_and_its_kernels_use_its_local_gateway(tmp_path
     assert shown[0]["stdout"] == "None\n"  # the kernels are not told of a configured gateway...
     config = shown[2]["text"]
     assert f"{url} (local gateway of gatecell lab)" in config and "the local gateway's own" in config
-    assert shown[3]["stderr"] == NOTICE.format(url=url) + "\n"  # ...and use the lab's, saying so once
+    assert shown[3]["stderr"] == ""  # ...and use the lab's, saying so once, in a display of its own
+    assert shown[3]["displays"][0]["data"]["text/plain"] == NOTICE.format(url=url)
     assert "local-chat" in shown[3]["text"]
     assert shown[4]["stderr"] == "" and shown[4]["text"]

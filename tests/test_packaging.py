@@ -8,6 +8,7 @@ and is put on PYTHONPATH where a test wants it. No network, a few seconds.
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -103,10 +104,13 @@ def test_lab_help_and_dry_run_from_another_folder_use_a_copy_of_the_tutorials(in
     done = gatecell(installed, "lab", "--dry-run", "--no-browser")
     assert done.returncode == 0, done.stderr
     assert f"-m jupyterlab --notebook-dir={copy} " in done.stdout and done.stdout.endswith(" --no-browser\n")
+    assert 'websocket_max_message_size": 34603008' in done.stdout  # a 32 MiB file fits one message
     assert done.stderr == ""  # a dry run starts no gateway, so nothing to announce
     with zipfile.ZipFile(installed["wheel"]) as whl:
         shipped = {Path(n).name: whl.read(n) for n in whl.namelist() if n.startswith("gatecell/tutorials/")}
     assert {p.name: p.read_bytes() for p in copy.iterdir()} == shipped
+    for folder in (copy, copy.parent):  # the copy is made in GATECELL_HOME's default: private (issue 20)
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     edited = copy / "01-quickstart.ipynb"
     edited.write_text("{}")  # the user's edits survive the next start
     assert gatecell(installed, "lab", "--dry-run").returncode == 0

@@ -2,9 +2,12 @@
 
 Explicit settings win; then ``GATECELL_*`` / ``OPENAI_*`` (see `gatecell.wire.settings`); with
 no address anywhere, the local gateway: the one ``gatecell lab`` handed down to its kernels
-(`ENV_LOCAL_URL`), else the embedded one, started in this process on first use. Choosing the
-local gateway prints one notice per process on stderr, so a fresh machine works offline and
-the user learns how to point gatecell at a real gateway. The notice never shows the key.
+(`ENV_LOCAL_URL`), else the embedded one, started in this process on a client's first
+request. Choosing the local gateway says so once per process (`NOTICE`), so a fresh machine
+works offline and the user learns in one line how to point gatecell at a real gateway: on
+stderr from the CLI and plain Python; in a Jupyter kernel as a small, muted output of its own,
+as Jupyter shows stderr on a red background, which would make a newcomer's first cell look
+failed. The notice never shows the key.
 
 This module also says what to do when a gateway refuses a model it does not serve
 (`explain_unserved`): the magics and the CLI add which models it does serve.
@@ -12,6 +15,7 @@ This module also says what to do when a gateway refuses a model it does not serv
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -92,13 +96,35 @@ def choose(base_url: str | None = None, api_key: str | Secret | None = None) -> 
     return target
 
 
+# Muted by opacity, not by a colour: it then reads as secondary text in any theme.
+_NOTICE_HTML = '<div class="gatecell-notice" style="font-size:smaller;opacity:0.7">{}</div>'
+
+
 def _announce(url: str) -> None:
     global _announced
     with _lock:
         if _announced:
             return
         _announced = True
-    print(NOTICE.format(url=url), file=sys.stderr, flush=True)
+    text = NOTICE.format(url=url)
+    display = _kernel_display()
+    if display is None:
+        print(text, file=sys.stderr, flush=True)
+    else:
+        display({"text/plain": text, "text/html": _NOTICE_HTML.format(html.escape(text))}, raw=True)
+
+
+def _kernel_display() -> Callable[..., object] | None:
+    """IPython's ``display`` when this process is a Jupyter kernel, else None. A kernel has
+    IPython loaded already: nothing is imported otherwise (a terminal IPython has no kernel,
+    and there stderr is fine)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if getattr(shell, "kernel", None) is None:
+        return None
+    from IPython.display import display
+
+    return display
 
 
 def explain_unserved(

@@ -2,7 +2,9 @@
 
 Each partition runs the same engine as ``Gateway.map`` (see `gatecell.batch`), on the worker
 that holds it, through ``map_partitions``; the result is a dask Series of the reply texts
-(None where a row failed) on the partitions' index. Every worker logs to its own
+(None where a row failed) on the partitions' index. With ``schema=``, a dask DataFrame of the
+typed columns instead (`Batch.frame`: a row whose answer never validated is missing in each);
+with ``choices=``, a Series of the labels (a categorical). Every worker logs to its own
 ``GATECELL_HOME`` and answers from it, so a re-run after a failure sends only the rows that
 had not finished on the worker that runs them (shared folders on one machine share the log).
 
@@ -14,10 +16,16 @@ the pickled tasks to the workers (ship it only to a cluster you trust); it shows
 every repr, so Dask's dashboard, task and graph reprs and logs never print it. A plain `Secret`
 is refused here: it cannot be pickled, on purpose, so that no key reaches a disk by accident.
 
+**Schemas** travel as the caller gave them (a model class by reference, a JSON Schema dict
+as data) and each worker makes its own `gatecell.wire.structured.Schema`: one made from a
+JSON Schema dict holds classes made on the fly, which ``pickle`` cannot carry (and which
+would travel whole, validators and all, with every task).
+
 **Rate limits.** ``rpm`` and ``tpm`` are for the whole computation: each partition gets an
 equal share, the limit divided by the number of partitions that run at once (the smaller of
 the number of partitions and the cluster's worker threads, read from the current
-``distributed`` client; pass ``parallel=N`` to say it). ``concurrency`` is per partition.
+``distributed`` client; pass ``parallel=N`` to say it). ``concurrency`` and ``patience`` (how
+long 429s may pause a batch in all) are per partition.
 """
 
 from __future__ import annotations
@@ -75,16 +83,19 @@ class _Settings:
     base_url: str
     api_key: ShippedKey | None
     options: tuple[tuple[str, Any], ...]
+    typed: tuple[tuple[str, Any], ...] = ()  # ``schema`` or ``choices`` as the caller gave it
+    columns: bool = False  # a typed frame, not a Series of texts
 
 
 def _partition(part: Any, template: str, settings: _Settings) -> Any:
-    """One partition, on its worker: the engine over its rows; the texts on its index."""
+    """One partition, on its worker: the engine over its rows; the texts (or the typed
+    columns) on its index."""
     from gatecell.gateway import Gateway
 
     key = settings.api_key.reveal() if settings.api_key is not None else None
     with Gateway(base_url=settings.base_url, api_key=key) as gw:
-        batch = gw.map(template, part, progress=False, **dict(settings.options))
-    return batch.text
+        batch = gw.map(template, part, progress=False, **dict(settings.options), **dict(settings.typed))
+    return batch.frame if settings.columns else batch.text
 
 
 def _parallel(npartitions: int) -> int:
@@ -109,9 +120,10 @@ def map(
     **options: Unpack[MapOptions],
 ) -> Any:
     """``template`` over every row of a dask DataFrame or Series: a lazy dask Series of the
-    reply texts, named ``text``, on ``ddf``'s index. Options as `Gateway.map`
-    (`gatecell.batch.MapOptions`); see the module's docs for ``base_url``, ``api_key`` and how
-    ``rpm``/``tpm`` are shared."""
+    reply texts, named ``text``, on ``ddf``'s index (with ``schema=``, a dask DataFrame of
+    the typed columns; with ``choices=``, the labels). Options as `Gateway.map`
+    (`gatecell.batch.MapOptions`); see the module's docs for ``base_url``, ``api_key``,
+    schemas and how ``rpm``/``tpm`` are shared."""
     import pandas as pd
 
     from gatecell.batch.options import resolve
@@ -130,8 +142,21 @@ def map(
         raise ConfigError("gatecell.dask.map needs the gateway's address: base_url=... or GATECELL_BASE_URL")
     share = parallel or _parallel(ddf.npartitions)
     rpm, tpm = resolved.rpm, resolved.tpm
-    shared = dataclasses.replace(resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None)
-    options_for_workers = tuple(dataclasses.asdict(shared).items())
-    settings = _Settings(root_url(url), api_key, options_for_workers)
-    meta = pd.Series([], dtype=object, name="text", index=ddf._meta.index)
+    shared = dataclasses.replace(
+        resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None, schema=None
+    )
+    options_for_workers = tuple((k, v) for k, v in dataclasses.asdict(shared).items() if k != "schema")
+    typed = tuple((k, v) for k, v in options.items() if k in ("schema", "choices") and v is not None)
+    schema = resolved.schema
+    columns = schema is not None and schema.kind != "choices"
+    settings = _Settings(root_url(url), api_key, options_for_workers, typed, columns)
+    index = ddf._meta.index
+    if schema is not None and columns:
+        from gatecell.batch.frame import frame
+
+        meta = frame([], index, schema)
+    elif schema is not None:
+        meta = pd.Series(pd.Categorical([], categories=list(schema.labels)), name="text", index=index)
+    else:
+        meta = pd.Series([], dtype=object, name="text", index=index)
     return ddf.map_partitions(_partition, template, settings, meta=meta)

@@ -29,7 +29,7 @@ from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
 from gatecell.wire.routing import PatternLike
 from gatecell.wire.schemas import ChatCompletion
 from gatecell.wire.secret import Secret
-from gatecell.wire.settings import Settings, env_flag, resolve, root_url
+from gatecell.wire.settings import Settings, env_choice, env_flag, resolve, root_url
 from gatecell.wire.streams import (
     AsyncChatStream,
     AsyncClosing,
@@ -38,11 +38,12 @@ from gatecell.wire.streams import (
     Closing,
     TextStream,
 )
+from gatecell.wire.structured import MODES, Support
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from gatecell.batch import Batch, MapOptions
+    from gatecell.batch import Batch, MapOptions, OnRow
 
 __all__ = ["Gateway", "AsyncGateway"]
 
@@ -61,7 +62,10 @@ class _Client:
     ``stream_usage``, ``job_paths``, ``backoff``, ``retry_after_cap``, ``job_interval`` (see
     `gatecell.wire.calls.Options`);
     ``reasoning_patterns``: model names that go to /v1/responses (see
-    `gatecell.wire.routing`); ``log``, ``cache``, ``log_media``: the store's switches for
+    `gatecell.wire.routing`); ``structured``: how typed answers are asked for, ``"auto"``
+    (natively where the gateway's metadata says the model takes it, else by instruction),
+    ``"native"`` or ``"instruction"``, else ``GATECELL_STRUCTURED`` (see
+    `gatecell.wire.typed_calls`); ``log``, ``cache``, ``log_media``: the store's switches for
     this client (each can be changed later as an attribute); ``proxy``: a proxy for every
     request (``http://user:pass@host:3128``), else ``GATECELL_PROXY``, else the environment's
     ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` unless ``trust_env`` is
@@ -99,8 +103,10 @@ class _Client:
         proxy: str | Proxy | None = None,
         trust_env: bool = True,
         http_client: Any = None,
+        structured: str | None = None,
     ) -> None:
         settings = resolve(base_url, api_key)
+        support = Support(env_choice(structured, "GATECELL_STRUCTURED", MODES, "auto"))
         self.log = env_flag(log, "GATECELL_LOG", True)
         self.cache = env_flag(cache, "GATECELL_CACHE", False)
         self.log_media = env_flag(log_media, "GATECELL_LOG_MEDIA", False)
@@ -131,6 +137,7 @@ class _Client:
             locate=self._choose,
             reasoning_patterns=list(reasoning_patterns) if reasoning_patterns is not None else None,
             hooks=self.journal,
+            support=support,
         )
         self.proxies = Proxies(proxy, trust_env=trust_env)  # a malformed proxy fails here
         local = True  # with nothing configured, the local gateway
@@ -203,22 +210,33 @@ class Gateway(
     def _run(self, program: Program[T]) -> T:
         return run(program, self._send)
 
-    def map(self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]) -> Batch:
+    def map(
+        self,
+        template: str,
+        data: Any,
+        *,
+        progress: bool = True,
+        on_row: OnRow | None = None,
+        **options: Unpack[MapOptions],
+    ) -> Batch:
         """One prompt per row of ``data``: ``template``'s ``{field}`` filled from the row (a
         DataFrame's columns, ``{item}`` for plain values), sent with up to ``concurrency``
         requests at once within ``rpm``/``tpm``; a `Batch` of the replies, with a progress bar.
         The options (model, api, system, temperature, top_p, max_tokens, concurrency, rpm,
-        tpm, max_retries, cache, on_error) are `gatecell.batch.MapOptions`.
+        tpm, max_retries, patience, cache, on_error) are `gatecell.batch.MapOptions`.
 
         Finished rows are logged and, with ``cache`` (the default), answered from the log, so
         running it again after an interrupt sends only the rest. A row that still fails after
         its retries records its error (``on_error="raise"``: `BatchError`). Ctrl-C returns
-        the rows done so far. See `gatecell.batch`.
+        the rows done so far. ``on_row(position, row)`` gets each row as it finishes (in the
+        map's own thread; keep it quick), and the Batch then keeps no replies, only each
+        row's outcome (error, usage, provenance). See `gatecell.batch`.
         """
         from gatecell.batch import run as run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        return run_map(self, self.journal.gateway, self._routes, template, data, progress=progress, **options)
+        gateway, routes = self.journal.gateway, self._routes
+        return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
 
     def close(self) -> None:
         if self._owns_http:
@@ -260,14 +278,27 @@ class AsyncGateway(
         return arun(program, self._send)
 
     async def map(
-        self, template: str, data: Any, *, progress: bool = True, **options: Unpack[MapOptions]
+        self,
+        template: str,
+        data: Any,
+        *,
+        progress: bool = True,
+        on_row: OnRow | None = None,
+        **options: Unpack[MapOptions],
     ) -> Batch:
-        """`Gateway.map`, on the running event loop."""
+        """`Gateway.map`, on the running event loop (``on_row`` is called on it)."""
         from gatecell.batch import arun as arun_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
         return await arun_map(
-            self, self.journal.gateway, self._routes, template, data, progress=progress, **options
+            self,
+            self.journal.gateway,
+            self._routes,
+            template,
+            data,
+            progress=progress,
+            on_row=on_row,
+            **options,
         )
 
     async def aclose(self) -> None:

@@ -269,6 +269,7 @@ class Journal(Hooks):
         if meta is not None and not meta.cached:  # a reply from the log cost nothing
             cost, cost_source = self.store.cost_of(meta.cost, self.gateway, call.model, usage)
             meta.priced(cost, cost_source)  # the footer shows it
+        typed = call.schema is not None and isinstance(result, (ChatCompletion, Reply))
         logged = self.store.record_exchange(
             call.path,
             call.model,
@@ -292,6 +293,8 @@ class Journal(Hooks):
             log_media=self._log_media(),
             secrets=secrets,
             at=note.at,
+            schema=call.schema,
+            parsed_json=call.schema.logged(result.parsed) if typed else None,
             cost=cost,
             cost_source=cost_source,
         )

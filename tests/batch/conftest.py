@@ -18,11 +18,12 @@ def fresh_home(home: Path) -> Path:
 
 @pytest.fixture
 def row_server() -> Iterator[Callable[..., RowServer]]:
-    """``row_server(rule=None)``: a `RowServer` of this test's own, stopped after it."""
+    """``row_server(rule=None, reply=None, model_info=None)``: a `RowServer` of this test's
+    own, stopped after it."""
     servers: list[RowServer] = []
 
-    def make(rule: Rule | None = None) -> RowServer:
-        server = RowServer(rule)
+    def make(rule: Rule | None = None, **options: Any) -> RowServer:
+        server = RowServer(rule, **options)
         servers.append(server)
         return server
 

@@ -14,24 +14,42 @@ from typing import Any
 KEY = "sk-batch-test-0123456789abcdef"
 
 
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Poll ``condition`` until it holds; an AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.005)
+
+
 def reply_to(prompt: str) -> str:
     """What the server answers to a prompt: tells rows apart."""
     return f"re: {prompt}"
 
 
-# A rule decides each answer: (status, extra headers[, error message]) or None for a normal
-# reply. It gets the prompt and the server, and may wait (an awaitable) to hold the answer back.
+# A rule decides each answer: (status, extra headers[, message]) or None for a normal reply;
+# the message is the error's, or a 200's reply text instead of ``reply_to(prompt)``. It gets
+# the prompt and the server, and may wait (an awaitable) to hold the answer back.
 Rule = Callable[[str, "RowServer"], Any]
+# A reply decides the text of a normal answer from the prompt and the request body.
+Reply = Callable[[str, dict[str, Any]], str]
 
 
 class RowServer:
     """HTTP/1.1 with keep-alive, in a thread of its own. Answers chat completions (and
     responses, messages, generate-content) with ``reply_to(prompt)``; `rule` may make it answer
-    otherwise. ``prompts`` lists the prompts of the requests it received, in order;
-    ``answered`` counts 200s; ``statuses`` every status sent."""
+    otherwise, and `reply` choose the text. ``prompts`` lists the prompts of the requests it
+    received, in order; ``bodies`` their JSON bodies; ``answered`` counts 200s; ``statuses``
+    every status sent. ``GET /model/info`` answers ``model_info`` (LiteLLM's metadata), or 404
+    without it; ``infos`` counts those requests."""
 
-    def __init__(self, rule: Rule | None = None) -> None:
+    def __init__(self, rule: Rule | None = None, reply: Reply | None = None, model_info: Any = None) -> None:
         self.rule = rule
+        self.reply = reply
+        self.model_info = model_info
+        self.bodies: list[dict[str, Any]] = []
+        self.infos = 0
         self.prompts: list[str] = []
         self.paths: list[str] = []  # of each request, in order
         self.statuses: list[int] = []
@@ -69,7 +87,18 @@ class RowServer:
                     k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
                 }
                 body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
+                if path.endswith("/model/info"):
+                    self.infos += 1
+                    found = self.model_info is not None
+                    data = json.dumps(self.model_info if found else {"detail": "Not Found"}).encode()
+                    writer.write(
+                        b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                        % (200 if found else 404, len(data), data)
+                    )
+                    await writer.drain()
+                    continue
                 prompt = _prompt(body)
+                self.bodies.append(body)
                 self.prompts.append(prompt)
                 self.paths.append(path)
                 self.times.append(time.monotonic())
@@ -83,7 +112,8 @@ class RowServer:
                     self.in_flight -= 1
                 status, extra, *message = decided or (200, {})
                 error = {"error": {"message": message[0] if message else f"no: {status}"}}
-                answer = _answer(path, body, prompt) if status == 200 else error
+                text = message[0] if message else self.reply(prompt, body) if self.reply else reply_to(prompt)
+                answer = _answer(path, body, text) if status == 200 else error
                 data = json.dumps(answer).encode()
                 self.statuses.append(status)
                 self.answered += status == 200
@@ -113,14 +143,14 @@ class RowServer:
 
 def _prompt(body: dict[str, Any]) -> str:
     if "messages" in body:
-        return body["messages"][-1]["content"]
+        content = body["messages"][-1]["content"]
+        return content if isinstance(content, str) else content[-1]["text"]
     if "contents" in body:
         return body["contents"][-1]["parts"][0]["text"]
     return body.get("input", "")
 
 
-def _answer(path: str, body: dict[str, Any], prompt: str) -> dict[str, Any]:
-    text = reply_to(prompt)
+def _answer(path: str, body: dict[str, Any], text: str) -> dict[str, Any]:
     usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     if path.endswith("/responses"):
         output = [

@@ -86,3 +86,67 @@ def test_rpm_is_shared_by_the_partitions_that_run_at_once(local_gateway):
     texts = gdask.map(ddf, "say {a}", base_url=local_gateway.base_url, rpm=600, tpm=9000, parallel=2)
     settings = [text for text in _shown(texts) if text.startswith("_Settings(")]
     assert len(settings) == 3 and all("('rpm', 300.0)" in s and "('tpm', 4500.0)" in s for s in settings)
+
+
+REVIEWS = pd.DataFrame(
+    {
+        "review": [
+            "I love my Acme kettle, 5 stars",
+            "The Zeta lamp broke, awful, 1 star",
+            "The Foo mug is fine, 3 stars",
+            "Wonderful Bar chair, 4 stars",
+        ]
+    },
+    index=pd.Index(["r1", "r2", "r3", "r4"]),
+)
+REVIEW_SCHEMA = {  # a JSON Schema dict: its Schema holds classes made on the fly, which pickle cannot carry
+    "title": "Review",
+    "type": "object",
+    "properties": {
+        "sentiment": {"type": "string", "enum": ["positive", "negative", "neutral"]},
+        "stars": {"type": "integer"},
+    },
+    "required": ["sentiment", "stars"],
+}
+
+
+@pytest.mark.parametrize("spec", ["model class", "json schema"])
+def test_a_schema_gives_typed_columns_made_on_the_workers(cluster, local_gateway, spec):
+    from typed_models import Review
+
+    schema = Review if spec == "model class" else REVIEW_SCHEMA
+    ddf = dd.from_pandas(REVIEWS, npartitions=2)
+    key = gdask.ship(local_gateway.api_key)
+    frame = gdask.map(
+        ddf, "Read this review: {review}", base_url=local_gateway.base_url, api_key=key, schema=schema
+    )
+    got = frame.compute()
+    here = Gateway(base_url=local_gateway.base_url, api_key=local_gateway.api_key)
+    expected = here.map("Read this review: {review}", REVIEWS, progress=False, schema=schema).frame
+    assert list(got.columns) == list(expected.columns) and got.dtypes.equals(expected.dtypes)
+    assert got.equals(expected)
+    assert got["sentiment"].tolist() == ["positive", "negative", "neutral", "positive"]
+    assert got["stars"].tolist() == [5, 1, 3, 4]
+
+
+def test_choices_give_a_categorical_series(cluster, local_gateway):
+    ddf = dd.from_pandas(REVIEWS, npartitions=2)
+    labels = gdask.map(
+        ddf,
+        "Sentiment of: {review}",
+        base_url=local_gateway.base_url,
+        api_key=gdask.ship(local_gateway.api_key),
+        choices=["positive", "negative", "neutral"],
+    ).compute()
+    assert str(labels.dtype) == "category" and list(labels.cat.categories) == [
+        "positive",
+        "negative",
+        "neutral",
+    ]
+    assert labels.to_dict() == {"r1": "positive", "r2": "negative", "r3": "neutral", "r4": "positive"}
+
+
+def test_a_bad_schema_is_refused_before_any_task(local_gateway):
+    ddf = dd.from_pandas(REVIEWS, npartitions=2)
+    with pytest.raises(InvalidRequest, match="schema: must be a pydantic model class"):
+        gdask.map(ddf, "{review}", base_url=local_gateway.base_url, schema="Review")

@@ -61,8 +61,8 @@ def _batch(replies: dict, schema, pandas_index=None) -> Batch:
     engine parses them: a reply that does not validate is a failed row."""
     rows = []
     for label, reply in replies.items():
-        value, error = parse(reply, schema)
-        rows.append(Row(label, text=reply, value=value, error=error))
+        _, error = parse(reply, schema)
+        rows.append(Row(label, text=reply, error=error, schema=schema))
     return Batch(
         list(replies),
         rows,
@@ -231,7 +231,7 @@ def test_a_batch_without_a_schema_has_no_frame_but_the_same_text():
 
 def test_an_interrupted_batch_has_missing_rows_in_the_frame():
     schema = Schema.of(Person)
-    batch = Batch([0, 1], [Row(0, text="{}", value=Person(name="Ada")), None], schema=schema)
+    batch = Batch([0, 1], [Row(0, text='{"name": "Ada"}', schema=schema), None], schema=schema)
     assert batch.frame["name"].tolist() == ["Ada", pd.NA]
 
 

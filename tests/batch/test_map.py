@@ -331,3 +331,16 @@ def test_a_burst_of_429s_halves_the_concurrency_and_slows_the_schedule_once():
     for _ in range(4):  # as many answers as the limit: one more in flight
         pacing.succeeded()
     assert pacing.limit == 5
+
+
+def test_on_row_gets_each_row_as_it_finishes_and_the_batch_keeps_only_outcomes(row_server, gateway):
+    server = row_server(lambda prompt, srv: (400, {}) if prompt == "row 2" else None)
+    got: dict[int, tuple[str | None, str | None]] = {}
+    batch = gateway(server).map(
+        "row {item}", range(5), progress=False, on_row=lambda i, row: got.update({i: (row.text, row.error)})
+    )
+    assert got == {i: (reply_to(f"row {i}"), None) for i in (0, 1, 3, 4)} | {
+        2: (None, "400 from POST /v1/chat/completions: no: 400")
+    }
+    assert (batch.done, batch.failed, batch.usage["total_tokens"]) == (4, 1, 20)  # the outcomes, kept
+    assert batch.text == [None] * 5 and all(row.body is None for row in batch)  # the replies went to on_row

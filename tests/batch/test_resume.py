@@ -14,17 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from rowserver import KEY, reply_to
+from rowserver import KEY, reply_to, wait_until
 
 from gatecell import Gateway
-
-
-def _wait(condition, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.005)
 
 
 def test_a_sigkilled_run_resumes_sending_only_the_missing_rows(row_server, home: Path):
@@ -37,7 +29,7 @@ def test_a_sigkilled_run_resumes_sending_only_the_missing_rows(row_server, home:
     )
     child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
     try:
-        _wait(lambda: server.answered >= killed_after or child.poll() is not None, "the first answers")
+        wait_until(lambda: server.answered >= killed_after or child.poll() is not None, "the first answers")
         answered = server.answered  # at least this many were answered before the kill
         child.send_signal(signal.SIGKILL)
         assert child.wait(30) == -signal.SIGKILL
@@ -76,7 +68,7 @@ def test_a_map_killed_at_random_five_times_resends_at_most_the_rows_in_flight(ro
         kill_at = start + chance.randrange(30, 300)  # requests into this run
         child = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ))
         try:
-            _wait(lambda: len(server.prompts) >= kill_at or child.poll() is not None, "the run's requests")  # noqa: B023
+            wait_until(lambda: len(server.prompts) >= kill_at or child.poll() is not None, "requests")  # noqa: B023
             child.send_signal(signal.SIGKILL)
             assert child.wait(30) == -signal.SIGKILL  # killed mid-batch
         finally:
@@ -151,7 +143,7 @@ def test_a_kernel_interrupt_returns_the_partial_batch_and_the_rerun_sends_the_re
         _run(kc, "%load_ext gatecell\nrows = [f'r{i}' for i in range(20)]")
         cell = "%%chat --over rows -o part -j 2\nsay {item}"
         msg_id = kc.execute(cell)
-        _wait(lambda: server.answered == 5 and server.in_flight == 2, "two rows held at the server")
+        wait_until(lambda: server.answered == 5 and server.in_flight == 2, "two rows held at the server")
         km.interrupt_kernel()
         reply, shown = _reply(kc, msg_id)
         assert reply["status"] == "ok", shown  # the interrupt ends the batch, not the cell
@@ -183,8 +175,28 @@ def test_ctrl_c_in_a_script_returns_the_rows_done(row_server, home: Path, progre
         "print('RESULT', b.done, b.not_run, b.interrupted, flush=True)\n"
     )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    _wait(lambda: server.answered == 3 and server.in_flight == 2, "two rows held at the server")
+    wait_until(lambda: server.answered == 3 and server.in_flight == 2, "two rows held at the server")
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=60)
     assert child.returncode == 0
     assert "RESULT 3 47 True" in out
+
+
+def test_an_empty_reply_fails_its_row_and_the_rerun_sends_it_again(row_server, home: Path):
+    """An empty answer is no answer: the row fails in one line and the log never answers it,
+    whether the map logged it or a chat call did."""
+    from gatecell.batch.engine import EMPTY_REPLY
+
+    empty = {"row 1", "row 3", "chat"}
+    server = row_server(lambda prompt, srv: (200, {}, " \n") if prompt in empty else None)
+    gw = Gateway(base_url=server.url, api_key=KEY, cache=True)
+    first = gw.map("row {item}", range(5), progress=False)
+    assert first.errors == {1: EMPTY_REPLY, 3: EMPTY_REPLY} and first.text[1] is None
+    assert gw.chat("local-chat", [{"role": "user", "content": "chat"}]).text == " \n"  # logged, no error
+    sent = len(server.prompts)
+    empty.clear()
+    again = gw.map("row {item}", range(5), progress=False)
+    assert again.errors == {} and again.cached == 3
+    assert server.prompts[sent:] == ["row 1", "row 3"]  # the empty ones, sent again
+    chat = gw.map("{item}", ["chat"], model="local-chat", progress=False)  # the chat call's cache key
+    assert chat.text == [reply_to("chat")] and server.prompts[-1] == "chat"

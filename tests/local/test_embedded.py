@@ -28,7 +28,7 @@ def test_keys_from_the_environment(monkeypatch):
     config = Config.create()
     assert [k.reveal() for k in config.api_keys] == ["sk-one-111111111", "sk-two-222222222"]
     assert not config.generated_key
-    assert keys_from(["sk-x"])[0].reveal() == "sk-x"
+    assert keys_from(["sk-x-0123456789ab"])[0].reveal() == "sk-x-0123456789ab"
     monkeypatch.delenv("GATECELL_LOCAL_KEYS")
     fresh = Config.create()
     assert fresh.generated_key and fresh.api_keys[0].reveal().startswith("sk-local-")

@@ -76,6 +76,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(
                 404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}}
             )
+        elif mode == "stars_in_words":  # a typed answer with a number written in words, every time
+            value = {"sentiment": "positive", "product": "Acme kettle", "stars": "five"}
+            message = {"role": "assistant", "content": json.dumps(value)}
+            self._json(
+                200, {"id": "c1", "model": "fault-chat", "choices": [{"index": 0, "message": message}]}
+            )
         elif mode in ("cut", "slow"):
             self._stream(cut_after=5 if mode == "cut" else None)
 
@@ -128,16 +134,24 @@ class Recorder:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         chunks: list[bytes] = []
+        kept = False
 
         async def receive_and_keep() -> Any:
+            # Kept once the body is whole, before the app can answer: a test that reads
+            # `requests` as soon as its answer came finds the request there.
+            nonlocal kept
             message = await receive()
             chunks.append(message.get("body", b""))
+            if not message.get("more_body") and not kept:
+                kept = True
+                self.requests.append((scope["method"], scope["path"], b"".join(chunks)))
             return message
 
         try:
             await self.app(scope, receive_and_keep, send)
         finally:
-            self.requests.append((scope["method"], scope["path"], b"".join(chunks)))
+            if not kept:  # an app that never read the body
+                self.requests.append((scope["method"], scope["path"], b"".join(chunks)))
 
     def prompts(self) -> list[str]:
         """The last user message of every conversation request, oldest first."""

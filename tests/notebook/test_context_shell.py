@@ -3,11 +3,13 @@ that records every request (``recording_gateway``)."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 
-from gatecell.notebook.context import redact
+from gatecell.wire.secret import redact
+from gatecell.wire.text import fence
 
 
 @pytest.fixture
@@ -157,3 +159,59 @@ def test_a_cell_that_does_not_compile_is_explained_by_its_message(cells, recordi
     assert (
         "Traceback" not in body and "interactiveshell" not in body
     )  # IPython's own frames are not the error
+
+
+# -- issue 20, items 2 and 3: one redaction, before sending, for everything gathered ---------
+
+PROJECT_KEY = "sk-proj-" + "Ab3" * 16
+SECRETS = {  # a cell's line, and the secret in it (issue 20, item 3)
+    f'OPENAI_KEY = "{PROJECT_KEY}"': PROJECT_KEY,
+    'db_pass = "db-pa55-word"': "db-pa55-word",
+    'token = b"tok-0123456789"': "tok-0123456789",
+    'TOKEN = f"tk-{1}-9876543210"': "tk-{1}-9876543210",
+    'password: str = "correct-horse-battery"': "correct-horse-battery",
+    'SECRET = """first-secret-line\nsecond-secret-line"""': "first-secret-line",
+    'DSN = "postgresql://admin:pg-s3cret-pw@db.example/app"': "pg-s3cret-pw",
+}
+
+
+def _everything_sent(recording_gateway) -> str:
+    return "\n".join(body.decode() for _, _, body in recording_gateway.recorder.requests)
+
+
+def test_in_n_is_redacted_before_sending_and_show_prompt_shows_what_was_sent(
+    cells, recording_gateway, ipshell
+):
+    source, _ = cells("\n".join(SECRETS) + "\nSECRET")
+    n = source.execution_count
+    result, captured = cells(f"%%chat --show-prompt -o r\nWhat does this cell do? {{In[{n}]}}")
+    assert result.success, result.error_in_exec
+    received = sent(recording_gateway)
+    assert "OPENAI_KEY = " in received and "db_pass = " in received  # the cell went, its secrets did not
+    shown = captured.outputs[0].data["text/plain"]
+    assert shown == f"*prompt sent ({len(received):,} characters):*\n\n{fence(received, 'text')}"  # as sent
+    assert ipshell.user_ns["r"].prov["prompt"] == received
+    cells("%%chat\nand now?")  # the conversation, as kept in memory, is sent again
+    for secret in SECRETS.values():
+        assert secret not in _everything_sent(recording_gateway), secret
+        assert secret not in json.dumps([o.metadata for o in captured.outputs], default=str)
+
+
+def test_cells_and_explain_send_no_secret_of_any_kind(cells, recording_gateway):
+    cells("\n".join(SECRETS))
+    cells(
+        "def fetch():\n"
+        "    raise ConnectionError(\n"
+        "        'GET https://api.example/v1?api_key=q-9f8e7d6c5b&x=1 with password=hunter2'\n"
+        "        ' and Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJl')"
+    )
+    failed, _ = cells("fetch()")
+    assert not failed.success
+    for magic in ("%%chat --cells 3\nwhat went wrong?", "%gatecell explain", "%%chat --error\nwhy?"):
+        result, _ = cells(magic)
+        assert result.success, (magic, result.error_in_exec)
+        body = sent(recording_gateway)
+        assert "ConnectionError" in body, magic
+    everything = _everything_sent(recording_gateway)
+    for secret in (*SECRETS.values(), "q-9f8e7d6c5b", "hunter2", "eyJzdWIiOiIxMjM0NTY3ODkwIn0"):
+        assert secret not in everything, secret

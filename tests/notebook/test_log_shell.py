@@ -5,6 +5,7 @@ conversation comes back as it was last sent (whatever API carried it)."""
 from __future__ import annotations
 
 import json
+import stat
 
 import pytest
 
@@ -114,6 +115,36 @@ def test_export_writes_markdown_or_json_lines(log, cell_runner, tmp_path):
         ("first", "one", "trip"),
         ("second", "two", "trip"),
     ]
+
+
+def test_export_never_replaces_a_file_nor_follows_a_link(log, cell_runner, tmp_path):
+    """Issue 20, item 7: ``export default mynb.ipynb`` replaced the notebook with Markdown."""
+    _chat(log, "first", "one", conversation="default")
+    assert log.flush(30)
+    notebook = tmp_path / "mynb.ipynb"
+    notebook.write_text('{"cells": []}')
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not yours to write")
+    (tmp_path / "link.md").symlink_to(target)
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "made-through-a-link.md")
+    for line, said in (
+        ("%gatecell export default mynb.ipynb", "mynb.ipynb exists; add --force to replace it"),
+        ("%gatecell export default link.md", "cannot write link.md: it is a symbolic link (not followed)"),
+        ("%gatecell export default dangling.md", "dangling.md: it is a symbolic link (not followed)"),
+        ("%gatecell export default link.md --force", "link.md: it is a symbolic link (not followed)"),
+        ("%gatecell export default no/such/folder/x.md", "no folder no/such/folder to write x.md in"),
+    ):
+        result, captured = cell_runner(line)
+        assert not result.success and "Traceback" not in captured.stderr, (line, captured.stderr)
+        (shown,) = captured.stderr.strip().splitlines()
+        assert shown.endswith(said), (line, shown)
+    assert notebook.read_text() == '{"cells": []}' and target.read_text() == "not yours to write"
+    assert not (tmp_path / "made-through-a-link.md").exists() and not (tmp_path / "no").exists()
+    assert cell_runner("%gatecell export default new.md")[0].success
+    assert cell_runner("%gatecell export default mynb.ipynb --force")[0].success
+    for written in (tmp_path / "new.md", notebook):
+        assert written.read_text().startswith("# Conversation default")
+        assert stat.S_IMODE(written.stat().st_mode) == 0o600  # as private as the log
 
 
 def test_a_replys_footer_shows_what_it_cost_when_known(log, run, tmp_path, monkeypatch):

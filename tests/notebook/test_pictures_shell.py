@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 
 
 @pytest.fixture
-def recorded(gc, cell_runner, recording_gateway, monkeypatch):
+def recorded(gc, cell_runner, recording_gateway, monkeypatch, home):
     """``run(code)`` with the magics pointed at the recording gateway; ``.bodies()`` the JSON
     bodies it got since the test began."""
     monkeypatch.setenv("GATECELL_API_KEY", recording_gateway.api_key.reveal())

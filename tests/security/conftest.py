@@ -16,7 +16,7 @@ import pytest
 from hostile_gateway import KEY, start
 from hostile_upstream import KEY as UPSTREAM_KEY
 from hostile_upstream import HostileUpstream
-from probes import Gate, Recorder, Seen
+from probes import Gate, Recorder, Seen, pointed_at
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -39,22 +39,12 @@ def hostile():
 def victim(ipshell, hostile, monkeypatch, tmp_path):
     """gatecell in the shell, pointed at the hostile gateway, working in a folder three levels
     below ``tmp_path`` (so that a path that climbs out is still caught inside it)."""
-    from gatecell.notebook import _STATE
-
     work = tmp_path / "a" / "b" / "work"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
     monkeypatch.setenv("GATECELL_API_KEY", KEY)
-    magics = _STATE[id(ipshell)]["magics"]
-    config = magics.session.config
-    config.base_url = hostile.base_url
-    config.output, config.footer, config.debug = "rich", False, False
-    magics.session.memory.reset()
-    magics.session.disconnect()
-    yield magics
-    config.base_url = ""
-    config.video_embed_limit = 20_000_000
-    magics.session.disconnect()
+    with pointed_at(ipshell, hostile.base_url) as magics:
+        yield magics
 
 
 @pytest.fixture

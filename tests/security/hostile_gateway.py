@@ -129,8 +129,16 @@ MODELS = [
 
 
 class HostileGateway(ThreadingHTTPServer):
+    """The payloads are attributes, so that a test can start one with payloads of its own
+    (``start(request_id=...)``): a key in a request id, terminal escapes in a reply."""
+
     daemon_threads = True
     pace = 0.001  # seconds between stream events; the panel tests slow it down to watch
+    request_id = REQUEST_ID
+    reply = REPLY
+    models = MODELS
+    error = ERROR
+    escaped = False  # True: every character of every string in a JSON body as a \u escape
 
     @property
     def base_url(self) -> str:
@@ -148,18 +156,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-request-id", REQUEST_ID)
+        self.send_header("x-request-id", self.server.request_id)
         self.end_headers()
         self.wfile.write(body)
 
     def _json(self, body: Any, status: int = 200) -> None:
-        self._send(status, json.dumps(body).encode(), "application/json")
+        self._send(
+            status, (_escaped(body) if self.server.escaped else json.dumps(body)).encode(), "application/json"
+        )
 
     def _events(self, events: list[tuple[str | None, Any]]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("x-request-id", REQUEST_ID)
+        self.send_header("x-request-id", self.server.request_id)
         self.end_headers()
         for name, data in events:
             event = (f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n"
@@ -173,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?")[0]
         if path == "/v1/models":
-            return self._json({"object": "list", "data": MODELS})
+            return self._json({"object": "list", "data": self.server.models})
         if path == "/files/junk-image":
             return self._send(200, JUNK, IMAGE_TYPE)
         if path == "/files/png":
@@ -190,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         model = body.get("model")
         if model == "hostile-error":
-            return self._json({"error": {"message": ERROR, "type": "invalid_request_error"}}, 400)
+            return self._json({"error": {"message": self.server.error, "type": "invalid_request_error"}}, 400)
         if path == "/v1/chat/completions":
             return self._chat(body)
         if path == "/v1/responses":
@@ -215,10 +225,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         usage = {"prompt_tokens": 3, "completion_tokens": 40, "total_tokens": 43}
+        reply = self.server.reply
         if not body.get("stream"):
-            choice = {"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}
+            choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
             return self._json({"id": "c1", "model": MODEL_ID, "usage": usage, "choices": [choice]})
-        pieces = [REPLY[i : i + 24] for i in range(0, len(REPLY), 24)]
+        pieces = [reply[i : i + 24] for i in range(0, len(reply), 24)]
         chunks = [
             {"id": "c1", "model": MODEL_ID, "choices": [{"index": 0, "delta": {"content": p}}]}
             for p in pieces
@@ -250,7 +261,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._events(events)
 
 
-def start() -> HostileGateway:
+def _escaped(value: Any) -> str:
+    """JSON whose strings are all ``\\uXXXX`` escapes: valid, and no text of it readable as it is."""
+    if isinstance(value, str):
+        return '"' + "".join(f"\\u{ord(c):04x}" for c in value) + '"'
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_escaped(k)}:{_escaped(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_escaped(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def start(**payloads: Any) -> HostileGateway:
+    """A hostile gateway on a free loopback port; ``payloads`` replace the class's own."""
     server = HostileGateway(("127.0.0.1", 0), _Handler)
+    for name, value in payloads.items():
+        setattr(server, name, value)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

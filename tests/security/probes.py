@@ -1,5 +1,6 @@
 """Helpers of the security tests: what a recording upstream saw, raw HTTP requests, a render
-gate, and ``gatecell serve`` in a child process.
+gate, ``gatecell serve`` in a child process, the shell's magics pointed at a gateway, and the
+CPU a call costs (to tell linear work from work that rescans its input).
 
 Requests go out byte for byte (`raw`), so paths like ``/health/../v1/...`` arrive as written
 instead of normalised by a client library.
@@ -15,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -121,3 +124,44 @@ def serving(*args: str, env: dict[str, str] | None = None, preexec_fn=None):
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@contextlib.contextmanager
+def pointed_at(ipshell: Any, base_url: str) -> Iterator[Any]:
+    """gatecell's magics in ``ipshell``, pointed at ``base_url`` with rich output, no footer
+    and fresh memory; set back when the block ends."""
+    from gatecell.notebook import _STATE
+
+    magics = _STATE[id(ipshell)]["magics"]
+    config = magics.session.config
+    config.base_url = base_url
+    config.output, config.footer, config.debug = "rich", False, False
+    magics.session.memory.reset()
+    magics.session.disconnect()
+    try:
+        yield magics
+    finally:
+        config.base_url = ""
+        config.video_embed_limit = 20_000_000
+        magics.session.disconnect()
+
+
+def cpu_per_call(fn: Callable[[Any], Any], arg: Any) -> float:
+    """Thread CPU seconds per call: the best of three runs of enough calls to take 20 ms."""
+    best = float("inf")
+    for _ in range(3):
+        calls, start = 0, time.thread_time()
+        while True:
+            fn(arg)
+            calls += 1
+            spent = time.thread_time() - start
+            if spent >= 0.02:
+                break
+        best = min(best, spent / calls)
+    return best
+
+
+def growth(fn: Callable[[Any], Any], make: Callable[[int], Any], n: int = 4000) -> float:
+    """How much more CPU ``fn`` costs on an input 8 times larger: about 8 when its work is
+    linear, 64 when it rescans its input."""
+    return cpu_per_call(fn, make(8 * n)) / cpu_per_call(fn, make(n))

@@ -34,6 +34,7 @@ def test_serve_help_says_where_keys_are_safe():
 def test_serve_takes_its_keys_from_a_file_and_not_the_command_line(tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(f"# my gateway's keys\n\n  {KEY}  \nsk-second-{'2' * 20}\n")
+    keys.chmod(0o600)
     with serving("--api-key-file", str(keys)) as (proc, base):
         for key in (KEY, f"sk-second-{'2' * 20}"):
             assert httpx.get(f"{base}/v1/models", headers=bearer(key)).status_code == 200
@@ -47,6 +48,7 @@ def test_serve_takes_its_keys_from_a_file_and_not_the_command_line(tmp_path):
 def test_a_bad_key_file_is_one_line(tmp_path):
     empty = tmp_path / "empty"
     empty.write_text("\n# nothing\n")
+    empty.chmod(0o600)
     for path in (empty, tmp_path / "missing"):
         done = subprocess.run(
             [sys.executable, "-m", "gatecell", "serve", "--api-key-file", str(path)],
@@ -61,6 +63,7 @@ def test_a_bad_key_file_is_one_line(tmp_path):
 def test_explicit_keys_replace_the_environments(tmp_path, monkeypatch):
     keys = tmp_path / "keys"
     keys.write_text(KEY + "\n")
+    keys.chmod(0o600)
     monkeypatch.setenv("GATECELL_LOCAL_KEYS", "sk-env-" + "e" * 20)
     assert [k.reveal() for k in Config.create(api_key_file=keys).api_keys] == [KEY]
     monkeypatch.setenv("GATECELL_LOCAL_KEY_FILE", str(keys))

@@ -1,9 +1,10 @@
-"""Issue 9, item 4: no request can stall the local gateway (nor an answer the client).
+"""Issue 9, item 4: no request can stall the local gateway (nor an answer the client); issue
+20: no text can stall the redaction every text a gateway sends goes through.
 
-Two halves. The stand-in chat model's work (its typed answers too, and the client's search
-for the JSON in an answer) is linear in its input, whatever the input: each adversarial
-family below (inputs that made a regex backtrack, or a loop rescan what it had seen) is run
-at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
+Two halves. The stand-in chat model's work (its typed answers too, the client's search for
+the JSON in an answer, and the redaction) is linear in its input, whatever the input: each
+adversarial family below (inputs that made a regex backtrack, or a loop rescan what it had
+seen) is run at two sizes, 8x apart, and the CPU time may grow about 8x, not 64x. And what
 work there is runs off the event loop: ``/health`` answers while a chat reply is provably
 still being composed.
 """
@@ -11,12 +12,13 @@ still being composed.
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import pytest
+from probes import cpu_per_call, growth
 
 from gatecell.local.backends import chatbot, prompt_flags, typed
+from gatecell.wire.secret import Secret, protect_logs, redact
 from gatecell.wire.structured import Schema, instruction, parse
 
 FAMILIES = {
@@ -35,33 +37,13 @@ FAMILIES = {
 }
 
 
-def _cpu_per_call(fn, arg) -> float:
-    """Thread CPU seconds per call: the best of three runs of enough calls to take 20 ms."""
-    best = float("inf")
-    for _ in range(3):
-        calls, start = 0, time.thread_time()
-        while True:
-            fn(arg)
-            calls += 1
-            spent = time.thread_time() - start
-            if spent >= 0.02:
-                break
-        best = min(best, spent / calls)
-    return best
-
-
-def _growth(fn, make, n: int = 4000) -> float:
-    small, large = make(n), make(8 * n)
-    return _cpu_per_call(fn, large) / _cpu_per_call(fn, small)
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_chat_reply_costs_linear_time(family):
     def reply(question: str) -> None:
         chatbot.answer([("user", question)], "be brief, answer in json like a pirate")
 
-    growth = _growth(reply, FAMILIES[family])
-    assert growth < 24, f"{family}: 8x the input cost {growth:.0f}x the CPU"
+    grew = growth(reply, FAMILIES[family])
+    assert grew < 24, f"{family}: 8x the input cost {grew:.0f}x the CPU"
 
 
 # Prompts against the patterns of the typed answers (names, dates, numbers, e-mail, ratings).
@@ -103,14 +85,13 @@ def test_a_typed_reply_costs_linear_time(family):
     def reply(question: str) -> None:
         typed.answer([("user", question)], None, None, typed.Wanted(TYPED_SCHEMA))
 
-    growth = _growth(reply, TYPED_FAMILIES[family], 16000)  # larger: some quadratics hide in memmove
-    assert growth < 24, f"{family}: 8x the input cost {growth:.0f}x the CPU"
+    grew = growth(reply, TYPED_FAMILIES[family], 16000)  # larger: some quadratics hide in memmove
+    assert grew < 24, f"{family}: 8x the input cost {grew:.0f}x the CPU"
 
 
 def test_a_reply_by_instruction_costs_linear_time():
     words = instruction(Schema.of(TYPED_SCHEMA))
-    growth = _growth(lambda q: typed.answer([("user", q)]), lambda n: "Aa " * (n // 3) + "\n\n" + words)
-    assert growth < 24
+    assert growth(lambda q: typed.answer([("user", q)]), lambda n: "Aa " * (n // 3) + "\n\n" + words) < 24
 
 
 # Answers against `structured.parse`'s search for the JSON in a reply (client side).
@@ -128,8 +109,8 @@ ANSWERS = {
 @pytest.mark.parametrize("family", ANSWERS)
 def test_parsing_an_answer_costs_linear_time(family):
     schema = Schema.of({"type": "object", "properties": {"stars": {"type": "integer"}}})
-    growth = _growth(lambda answer: parse(answer, schema), ANSWERS[family])
-    assert growth < 24, f"{family}: 8x the answer cost {growth:.0f}x the CPU"
+    grew = growth(lambda answer: parse(answer, schema), ANSWERS[family])
+    assert grew < 24, f"{family}: 8x the answer cost {grew:.0f}x the CPU"
 
 
 def test_history_and_system_prompts_cost_linear_time():
@@ -137,13 +118,45 @@ def test_history_and_system_prompts_cost_linear_time():
         turns = [("user", f"my name is Al{i} and this is turn {i}") for i in range(n_turns)]
         chatbot.answer([*turns, ("user", "what is my name?")], "uppercase " * n_turns)
 
-    growth = _cpu_per_call(reply, 8 * 400) / _cpu_per_call(reply, 400)
-    assert growth < 24, f"8x the conversation cost {growth:.0f}x the CPU"
+    grew = cpu_per_call(reply, 8 * 400) / cpu_per_call(reply, 400)
+    assert grew < 24, f"8x the conversation cost {grew:.0f}x the CPU"
 
 
 def test_prompt_flags_cost_linear_time():
-    growth = _growth(prompt_flags.parse, lambda n: "--a " * (n // 4) + "--b" + " " * n + "--c x")
-    assert growth < 24
+    assert growth(prompt_flags.parse, lambda n: "--a " * (n // 4) + "--b" + " " * n + "--c x") < 24
+
+
+# Issue 20: the one redaction (`gatecell.wire.secret.redact`) runs on every text a gateway
+# sends and every row of the log; these texts would make a backtracking pattern rescan them.
+REDACTION = {
+    "sk- runs": lambda n: "sk-" * (n // 3),
+    "jwt headers without a payload": lambda n: "eyJaaaaaaaaaa." * (n // 14),
+    "url user info without @": lambda n: "://" + "a:" * (n // 2),
+    "url schemes": lambda n: "://a:b" * (n // 6),
+    "names and separators": lambda n: "password = " * (n // 11),
+    "unclosed quotes": lambda n: 'password="' * (n // 10),
+    "unclosed triple quotes": lambda n: 'password = """' * (n // 14),
+    "escaped quotes": lambda n: 'password = "' + "\\a" * (n // 2),
+    "closing quotes and brackets": lambda n: 'token"]"]"]' * (n // 11),
+    "annotations": lambda n: "password: " + "a " * (n // 2),
+    "annotation words": lambda n: "api_key: str, " * (n // 14),
+    "bearer words": lambda n: "bearer " * (n // 7),
+    "key segments": lambda n: "key_" * (n // 4),
+    "bare values": lambda n: "key=" * (n // 4),
+    "camel case": lambda n: "aKey" * (n // 4),
+    "pem headers": lambda n: "-----BEGIN PRIVATE KEY-----" * (n // 27),
+    "github prefixes": lambda n: "gh" * (n // 2),
+    "aws prefixes": lambda n: "AKIA" * (n // 4),
+    "a key's head and white space": lambda n: "sk-redos-0" + " " * n,
+    "a key's head and escapes": lambda n: "sk-redos-0\\n" * (n // 11),
+}
+
+
+@pytest.mark.parametrize("family", REDACTION)
+def test_redaction_costs_linear_time(family):
+    protect_logs(Secret("sk-redos-0123456789abcdef"))  # a key of this process: its forms are searched
+    grew = growth(redact, REDACTION[family])
+    assert grew < 24, f"{family}: 8x the input cost {grew:.0f}x the CPU"
 
 
 def test_health_answers_while_a_chat_reply_is_being_composed(make_gateway, monkeypatch):

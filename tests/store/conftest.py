@@ -3,6 +3,7 @@ a folder others cannot write."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,10 +21,16 @@ def store(home: Path) -> Iterator[Store]:
     s.close()
 
 
+NOBODY = 65534
+
+
 @pytest.fixture
 def locked_folder() -> Iterator[Path]:
-    """A folder root owns and others may only read (outside /tmp/pytest-of-root, which is 0700)."""
+    """A folder of the user ``nobody`` that nobody may not write: read-only, as on a read-only
+    disk (outside /tmp/pytest-of-root, which is 0700). The tests run as nobody in it: a folder
+    of another user is refused for another reason (tests/security/test_other_users.py)."""
     folder = Path(tempfile.mkdtemp(prefix="gatecell-ro-"))
-    folder.chmod(0o755)
+    os.chown(folder, NOBODY, NOBODY)
+    folder.chmod(0o500)
     yield folder
     subprocess.run(["rm", "-rf", str(folder)], check=True)

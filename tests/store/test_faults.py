@@ -53,12 +53,15 @@ def integrity(path: Path) -> tuple[str, int]:
 @pytest.mark.parametrize("existing", [False, True], ids=["empty-folder", "existing-log"])
 def test_a_read_only_folder_turns_logging_off_with_one_line(locked_folder: Path, existing: bool):
     path = locked_folder / "gatecell.db"
-    if existing:
+    if existing:  # a log of nobody's, written before the folder became read-only
+        os.chown(locked_folder, os.getuid(), os.getgid())
         s = Store(path)
         s.record_exchange("/v1/chat/completions", "m", {"model": "m"}, text="root wrote this")
         assert s.flush(30)
         s.close()
-        path.chmod(0o644)
+        for made in [locked_folder, *locked_folder.iterdir()]:
+            os.chown(made, NOBODY, NOBODY)
+        locked_folder.chmod(0o500)
     before = sorted(p.name for p in locked_folder.iterdir())
     content = path.read_bytes() if existing else None
     out = child(

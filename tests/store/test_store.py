@@ -545,9 +545,9 @@ def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: P
     assert [r["prompt"] for r in s.logs(q="lighthouse")] == ["old lighthouse prompt"]  # found via FTS5
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSION
-        now = conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall()
-        assert [row[: len(before[0])] for row in now] == before  # the later steps add columns only
-        assert {row[len(before[0]) :] for row in now} == {(None,) * (len(now[0]) - len(before[0]))}
+        after = conn.execute("SELECT * FROM exchanges ORDER BY id").fetchall()
+        assert [row[: len(before[0])] for row in after] == before  # kept; the new columns empty
+        assert all(value is None for row in after for value in row[len(before[0]) :])
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert ("exchanges_fts" in tables) == fts5_available() and "model_prices" in tables

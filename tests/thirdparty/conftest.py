@@ -75,7 +75,8 @@ def _config(upstream: str, upstream_key: str, master_key: str) -> str:
       api_key: {upstream_key}{_prices(name)}
     model_info:
       mode: {mode}
-      supports_reasoning: {str(mode == "responses").lower()}"""
+      supports_reasoning: {str(mode == "responses").lower()}
+      supports_response_schema: {str(name == "lite-chat").lower()}"""
         for name, (local, mode) in MODELS.items()
     )
     # /v1/messages goes through chat completions upstream (LiteLLM would pick /v1/responses).

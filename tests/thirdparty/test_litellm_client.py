@@ -137,3 +137,19 @@ def test_async_client(litellm):
     reply, text, stream = asyncio.run(main())
     assert reply.text == text == "2+2 = 4"
     assert UUID.match(reply.meta.request_id) and UUID.match(stream.meta.request_id)
+
+
+def test_typed_answers_go_natively_where_litellm_says_the_model_takes_them(gw, litellm):
+    from typed_models import Review
+
+    ask = [{"role": "user", "content": "Read this review: my Acme kettle is wonderful, 5 stars."}]
+    reply = gw.chat(model="lite-chat", messages=ask, schema=Review)
+    assert reply.parsed == Review(sentiment="positive", product="Acme", stars=5)
+    assert reply.parse_error is None
+    # learnt from LiteLLM's own /model/info: lite-chat natively, lite-image (says no) not
+    assert gw.support.asked and gw.support.native("lite-chat") and not gw.support.native("lite-image")
+    info = httpx.get(litellm.base_url + "/model/info", headers={"authorization": f"Bearer {litellm.key}"})
+    said = {e["model_name"]: e["model_info"].get("supports_response_schema") for e in info.json()["data"]}
+    assert said["lite-chat"] is True and said["lite-image"] is False
+    labels = gw.chat(model="lite-chat", messages=ask, choices=["positive", "negative", "neutral"])
+    assert labels.parsed == "positive"

@@ -733,6 +733,101 @@ async def litellm(srv: FaultServer, req: Request, resp: Response) -> None:
     await resp.json(400, {"detail": {"error": "Authentication Error - invalid proxy key"}}, ids)
 
 
+# -- typed answers: a model that answers the way real ones do -------------------------------
+
+REVIEW = {"sentiment": "positive", "product": "Acme kettle", "stars": 5}
+REVIEW_JSON = json.dumps(REVIEW)
+# A gateway's refusal of a native field, as OpenAI-compatible proxies word it.
+NATIVE_REFUSED = "Unrecognized request argument supplied: response_format"
+
+
+def native_field(path: str, body: dict) -> str | None:
+    """The native typed-answer field a request carries (WIRE-NOTES), or None."""
+    if path == "/v1/chat/completions" and "response_format" in body:
+        return "response_format"
+    if path == "/v1/responses" and isinstance(body.get("text"), dict) and "format" in body["text"]:
+        return "text.format"
+    if path.startswith("/v1beta/") and "responseSchema" in (body.get("generationConfig") or {}):
+        return "generationConfig.responseSchema"
+    if path == "/v1/messages" and isinstance(body.get("tool_choice"), dict):
+        return "tool_choice"
+    return None
+
+
+def reply_in(path: str, body: dict, text: str) -> dict:
+    """``text`` as the reply of the API at ``path``; a messages request forcing a tool gets
+    the tool call (its input the JSON of ``text``, when it is JSON)."""
+    model = body.get("model", "m")
+    if path == "/v1/messages":
+        forced = (body.get("tool_choice") or {}).get("name")
+        try:
+            value = json.loads(text) if forced else None
+        except ValueError:
+            value = None
+        block = (
+            {"type": "tool_use", "id": "toolu_1", "name": forced, "input": value}
+            if isinstance(value, dict)
+            else {"type": "text", "text": text}
+        )
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [block],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 2},
+        }
+    if path.startswith("/v1beta/"):
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}],
+            "usageMetadata": {"promptTokenCount": 2, "candidatesTokenCount": 1, "totalTokenCount": 3},
+        }
+    if path == "/v1/responses":
+        return {
+            "id": "resp_1",
+            "object": "response",
+            "status": "completed",
+            "model": model,
+            "output": [
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+            ],
+            "usage": {"input_tokens": 4, "output_tokens": 6, "total_tokens": 10},
+        }
+    return completion(model, text)
+
+
+def typed(*answers: str, refuses_native: bool = False, takes_native: bool = False) -> Handler:
+    """A model that answers its n-th typed round with ``answers[n-1]`` (the last one again
+    after them), in each API's shape. ``refuses_native``: a 400 for any request carrying a
+    native field (counted as ``"refused"``); ``takes_native``: ``/model/info`` says model
+    ``m`` takes it (LiteLLM's shape), where other gateways answer 404. The rounds answered
+    are counted as ``"answered"``."""
+
+    async def handler(srv: FaultServer, req: Request, resp: Response) -> None:
+        body = req.json() or {}
+        path = req.path.split("?")[0]
+        if path == "/model/info":
+            if not takes_native:
+                return await resp.json(404, {"detail": "Not Found"})
+            entries = [
+                {"model_name": "m", "model_info": {"supports_response_schema": True}},
+                {"model_name": "old", "model_info": {"supports_response_schema": False}},
+            ]
+            return await resp.json(200, {"data": entries})
+        field = native_field(path, body)
+        if refuses_native and field is not None:
+            srv.bump(req, "refused")
+            error = {"message": NATIVE_REFUSED, "type": "invalid_request_error", "param": field}
+            return await resp.json(400, {"error": error})
+        n = srv.bump(req, "answered")
+        await resp.json(
+            200, reply_in(path, body, answers[min(n, len(answers)) - 1]), {"x-request-id": f"r{n}"}
+        )
+
+    return handler
+
+
 def _date_soon() -> dict[str, str]:
     return {"retry-after": formatdate(time.time() - 5, usegmt=True)}
 
@@ -774,6 +869,18 @@ SCENARIOS: dict[str, Handler] = {
     "compressed": compressed,
     "echo-key-header": echo_key_header,
     "litellm": litellm,
+    # typed answers, as real models write them
+    "typed-clean": typed(REVIEW_JSON),
+    "typed-fenced": typed(f"```json\n{json.dumps(REVIEW, indent=2)}\n```"),
+    "typed-prose": typed(f"Sure! Here is the review as JSON: {REVIEW_JSON}"),
+    "typed-truncated": typed(REVIEW_JSON[:-12]),
+    "typed-fixable": typed(json.dumps({**REVIEW, "stars": "five"}), REVIEW_JSON),
+    "typed-stubborn": typed(json.dumps({**REVIEW, "stars": "five"})),
+    "typed-offlabel": typed("Mixed."),
+    "typed-label": typed("**Positive.**"),
+    "typed-empty": typed(""),
+    "typed-refuses-native": typed(REVIEW_JSON, refuses_native=True),
+    "typed-takes-native": typed(REVIEW_JSON, takes_native=True),
     "summary-at-end": ok,
 }
 

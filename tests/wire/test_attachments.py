@@ -14,9 +14,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from pictures import bomb_png
 from PIL import Image
 
-from gatecell.wire.attachments import Attachment, attachment_of, load, picture_of
+from gatecell.wire.attachments import Attachment, attachment_of, from_data, load, picture_of
 from gatecell.wire.errors import InvalidRequest
 
 
@@ -193,6 +194,12 @@ def test_file_errors_are_one_line(tmp_path, monkeypatch):
         InvalidRequest, match=r"over the 100 bytes a file may have \(GATECELL_FILE_MAX_BYTES\)"
     ):
         load(blob)
+    with pytest.raises(InvalidRequest, match=r"^attachment: up\.txt: 101 bytes, over the 100 bytes"):
+        from_data(b"x" * 101, name="up.txt")  # bytes that came another way (a panel's upload)
+    monkeypatch.delenv("GATECELL_FILE_MAX_BYTES")
+    bomb = r"bomb\.png: not a readable picture \(Image size \(900000000 pixels\)"
+    with pytest.raises(InvalidRequest, match=bomb):
+        from_data(bomb_png(), name="bomb.png")  # Pillow's decompression-bomb refusal, as one line
 
 
 def test_in_a_template_only_picture_files_and_urls_are_pictures(tmp_path, monkeypatch):

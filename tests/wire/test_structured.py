@@ -638,3 +638,28 @@ def test_a_chat_refusal_is_named():
 def test_other_replies_parse_their_text():
     body = {"choices": [{"message": {"content": GOOD_JSON}}]}
     assert parse_reply(body, GOOD_JSON, Schema.of(Review)) == (WANT, None)
+
+
+def test_a_rule_of_the_whole_answer_is_named_in_its_own_words():
+    from pydantic import field_validator, model_validator
+
+    class Ticket(BaseModel):
+        topic: str
+        amount: float | None = None
+
+        @field_validator("topic")
+        @classmethod
+        def _known(cls, topic: str) -> str:
+            if topic == "spam":
+                raise ValueError("not a topic we answer")
+            return topic
+
+        @model_validator(mode="after")
+        def _billing_states_the_amount(self) -> Ticket:
+            if self.topic == "billing" and self.amount is None:
+                raise ValueError("a billing ticket needs the amount")
+            return self
+
+    schema = Schema.of(Ticket)
+    assert parse('{"topic": "billing"}', schema) == (None, "the answer: a billing ticket needs the amount")
+    assert parse('{"topic": "spam"}', schema) == (None, "topic: not a topic we answer, got 'spam'")

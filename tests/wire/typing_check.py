@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from pydantic import BaseModel
 from typing_extensions import assert_type, reveal_type
 
 from gatecell import AsyncGateway, Gateway
@@ -16,6 +17,10 @@ from gatecell.wire.schemas import ChatCompletion
 from gatecell.wire.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
 
 HI = [{"role": "user", "content": "hi"}]
+
+
+class Review(BaseModel):
+    stars: int
 
 
 def sync(gw: Gateway, stream: bool) -> None:
@@ -39,6 +44,14 @@ def sync(gw: Gateway, stream: bool) -> None:
     assert_type(gw.video("v", "waves"), Job)
     assert_type(gw.music("tune", style="jazz"), Job)
     assert_type(gw.wait(gw.job("v1", kind="video")), Job)
+    assert_type(gw.chat("m", HI, schema=Review), ChatCompletion)
+    assert_type(gw.chat("m", HI, 0.2, choices=["yes", "no"], repairs=0), ChatCompletion)
+    assert_type(gw.messages("m", HI, schema=Review, repairs=2), Reply)
+    assert_type(gw.generate_content("g", "x", choices=["a", "b"]), Reply)
+    assert_type(gw.responses("r", "q", schema={"type": "object"}), Reply)
+    assert_type(gw.converse("chat", "m", HI, schema=Review), ChatCompletion | Reply)
+    assert_type(gw.chat("m", HI, schema=Review).parse_error, str | None)
+    assert_type(gw.messages("m", HI, schema=Review).parse_error, str | None)
     with gw.chat("m", HI, stream=True) as chat_stream:
         assert_type(chat_stream, ChatStream)
         for fragment in chat_stream:
@@ -56,6 +69,8 @@ async def asynchronous(agw: AsyncGateway) -> None:
         assert_type(fragment, str)
     assert_type(await agw.messages("m", HI, stream=True), AsyncTextStream)
     assert_type(await agw.responses("r", "q"), Reply)
+    assert_type(await agw.chat("m", HI, schema=Review), ChatCompletion)
+    assert_type(await agw.converse("messages", "m", HI, choices=["a", "b"]), ChatCompletion | Reply)
     assert_type(await agw.image("i", "a cat"), ImageResult)
     assert_type(await agw.speech("t", "alloy", "hi"), Audio)
     assert_type(await agw.imagine("castle"), Job)
@@ -78,4 +93,6 @@ async def wrong(gw: Gateway, agw: AsyncGateway) -> None:
         pass
     reply: Reply = gw.chat("m", HI)  # error
     gw.chat("m", "hi")  # error
+    gw.converse("chat", "m", HI, stream=True, schema=Review)  # error
+    gw.converse("chat", "m", HI, repairs="twice")  # error
     print(completion, stream, not_awaited, sync_stream, reply)

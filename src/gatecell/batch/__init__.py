@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .options import MapOptions
@@ -20,7 +21,11 @@ if TYPE_CHECKING:
     from gatecell.wire.endpoints import Endpoints
     from gatecell.wire.proxies import Proxies
 
-__all__ = ["Batch", "BatchError", "Row", "MapOptions", "run", "arun"]
+__all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run", "arun"]
+
+OnRow = Callable[[int, Row], object]
+"""Called with each finished row's position in the input and its `Row`, as it finishes (see
+`engine.Engine`): the Batch then keeps each row's outcome but not its reply."""
 
 
 def _engine(
@@ -30,13 +35,23 @@ def _engine(
     template: str,
     data: Any,
     options: dict[str, Any],
+    on_row: OnRow | None,
 ) -> Any:
     from gatecell.store import default_store
 
     from .engine import Engine
     from .options import resolve
 
-    return Engine(client, gateway, template, data, resolve(options), store=default_store(), proxies=proxies)
+    return Engine(
+        client,
+        gateway,
+        template,
+        data,
+        resolve(options),
+        store=default_store(),
+        proxies=proxies,
+        on_row=on_row,
+    )
 
 
 def run(
@@ -47,15 +62,17 @@ def run(
     data: Any,
     *,
     progress: bool = True,
+    on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
     """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client``, logged as
     sent to ``gateway`` (the log's name for it), through ``proxies`` (None: direct). The
-    engine runs on a loop of its own in a worker thread; this thread shows the progress and
-    takes Ctrl-C, which stops the engine and returns the partial `Batch`."""
+    engine runs on a loop of its own in a worker thread (``on_row`` is called there); this
+    thread shows the progress and takes Ctrl-C, which stops the engine and returns the
+    partial `Batch`."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, proxies, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options, on_row)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -94,12 +111,13 @@ async def arun(
     data: Any,
     *,
     progress: bool = True,
+    on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
     """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, proxies, template, data, options)
+    engine = _engine(client, gateway, proxies, template, data, options, on_row)
     bar = Progress(engine, progress)
 
     async def show() -> None:

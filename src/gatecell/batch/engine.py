@@ -10,17 +10,33 @@ row does. On that one path it also:
 
 - answers from the log: a request the log holds an answer for (same cache key as any
   other entry point: `store.cache_key`) is not sent, so a re-run after an interrupt, a
-  kernel restart or a SIGKILL sends only the rows that had not finished;
+  kernel restart or a SIGKILL sends only the rows that had not finished. An empty reply is
+  no answer: its row fails (`EMPTY_REPLY`, logged as an error, which the log never answers
+  with), and an empty one the log holds from elsewhere (a chat call) is not taken;
 - paces (`pacing`): ``rpm``/``tpm`` schedules, and a 429 pauses the whole batch for its
-  Retry-After and halves the concurrency (which then creeps back up) before the same
-  request goes again, up to `RATE_LIMIT_RETRIES` times; retries of other failures follow
-  the client's `RetryPolicy` per row.
+  Retry-After (within `pacing.pause_for`'s bounds and the batch's patience) and halves the
+  concurrency (which then creeps back up) before the same request goes again, up to
+  `RATE_LIMIT_RETRIES` times; past them, or past the patience, the row fails with the 429's
+  error. 429s are the engine's alone: retries of other failures follow the client's
+  `RetryPolicy` per row.
+
+**Typed answers** (``schema=`` or ``choices=``): each row is the client's typed program
+(`wire.typed_calls`), so its repair rounds go out on the row's own sender, one after the
+other, and every answer (fresh, or from the log: a typed row's logged answer is handed back
+to the program as the gateway's would be) is read the same way. When the native field may
+be sent, the first row runs alone: it asks the gateway's metadata, and a refusal of the
+field turns the batch to the instruction before the other rows start. Every round is
+logged, with the schema and the value, so a re-run answers each round from the log.
 
 What would cost a row more than its work is left out: a request's line and headers are
 written once per kind of request (`Engine.head`), one watch enforces the request timeout of
 every request in flight, the cache key is made only when the log has answers to
 look up, and a finished row keeps its reply as bytes and its usage as a tuple (a batch of
 100,000 rows must not give the garbage collector millions of objects to walk).
+
+With ``on_row``, each finished row goes to it as it finishes (its position in the input and
+its `Row`), and the batch keeps only the row's outcome (error, usage, provenance), not its
+reply: ``gatecell map`` writes rows as they finish and holds no reply to the end.
 
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
 number of rows. A finished row goes to the store's writer thread at once, and its worker
@@ -29,39 +45,47 @@ loop once per transaction). The writer commits whatever waits in one transaction
 commit), so rows gather while one commits and the next takes them all: as fast as the disk
 allows, with no timer. So a process killed outright re-sends at most ``concurrency`` rows
 the gateway had answered: each worker holds one row, in flight or waiting for its commit
-(the rows of the transaction under way among them).
+(the rows of the transaction under way among them). Each row is priced as it is logged
+(`gatecell.store.prices.Pricing`: what the gateway said, else its model info's or the user's
+prices).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
+import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from gatecell.wire.conversation import for_api
 from gatecell.wire.drivers import arun
 from gatecell.wire.endpoints import Endpoints
-from gatecell.wire.errors import GatecellError
+from gatecell.wire.errors import APIError, GatecellError, api_error
 from gatecell.wire.exchange import Program
-from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError, retry_after
+from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError
 from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
 from gatecell.wire.proxies import Proxies
-from gatecell.wire.results import response_cost
+from gatecell.wire.results import reply_text, response_cost
 from gatecell.wire.schemas import usage_of
+from gatecell.wire.structured import parse
 
 from .options import Options
-from .pacing import Pacing
+from .pacing import Pacing, pause_for
 from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "RATE_LIMIT_RETRIES"]
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "EMPTY_REPLY"]
 
-RATE_LIMIT_RETRIES = 20  # 429s one request may wait out with the whole batch before its own retries
+RATE_LIMIT_RETRIES = 20  # 429s one row may wait out with the whole batch; the next fails it
 _LAST_COMMIT_WAIT = 10.0  # seconds the end of a batch waits for its last rows' commit
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
+_JSON = {"content-type": "application/json"}
+EMPTY_REPLY = "empty reply: no text came back (not kept as an answer: a new run sends this row again)"
 
 
 class _Cached(Exception):
@@ -83,8 +107,10 @@ class Engine:
         options: Options,
         store: Any = None,
         proxies: Proxies | None = None,
+        on_row: Callable[[int, Row], object] | None = None,
     ) -> None:
         self.concurrency = options.concurrency
+        self.on_row = on_row
         self.template = Template(template)
         self.rows = Rows(data)
         self.rows.check(self.template)  # a field the rows lack: refused before any request
@@ -92,6 +118,7 @@ class Engine:
         self.api = options.api
         self.on_error = options.on_error
         self.cache = options.cache
+        self.schema = options.schema
         self.programs = client.programs(max_retries=options.max_retries)
         # The log's name for the gateway, as the client's journal gives it (the local gateway is
         # ``local`` whatever its port), so rows and interactive calls share one cache.
@@ -104,8 +131,12 @@ class Engine:
             "top_p": options.top_p,
             "max_tokens": options.max_tokens,
         }
+        self._typed: dict[str, Any] = {}
         self.program_for("check")  # the sampling options, validated once by the endpoint itself
-        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm)
+        if options.schema is not None:
+            self._typed = {"schema": options.schema, "repairs": options.repairs}
+        self.pacing = Pacing(self.concurrency, options.rpm, options.tpm, options.patience)
+        self._retry_after_cap = self.programs.options.retry.retry_after_cap
         self.store = store
         self._timeout: float = self.programs.options.request_timeout
         self._connect_timeout: float = self.programs.options.connect_timeout
@@ -123,7 +154,7 @@ class Engine:
         self._failure: Row | None = None
         self._tasks: list[asyncio.Future[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ticket: int | None = None  # of the last row handed to the writer
+        self._ticket: int | None = None  # of the last exchange handed to the writer
         from gatecell.store.keys import gateway_address
 
         self._pricing = store.pricing() if store is not None else None  # what rows cost, when known
@@ -142,7 +173,7 @@ class Engine:
         """The request program of one row's prompt: its text, or text and pictures in order."""
         messages: list[dict[str, Any]] = [*self._system, {"role": "user", "content": prompt}]
         method, arguments = for_api(self.api, self.model, messages, **self._sampling)
-        return getattr(self.programs, method)(stream=False, **arguments)
+        return getattr(self.programs, method)(stream=False, **self._typed, **arguments)
 
     def _pull(self) -> Iterator[tuple[int, Any, Mapping[str, Any]]]:
         for position, (label, fields) in enumerate(self.rows):
@@ -162,6 +193,8 @@ class Engine:
         row = Row(label, model=self.model)
         sender = _RowSender(self)
         usage: Any = None  # as the reply gave it, for the log
+        value: Any = None  # a typed answer's, for the log (the row reads it again when asked)
+        failure: str | None = None  # the exchange's own error, for the log
         try:
             prompt = self.template.fill(fields, pictures=True)
             result = await arun(self.program_for(prompt), sender)
@@ -176,20 +209,34 @@ class Engine:
                 answer.request_id,
                 answer.endpoint,
             )
+            if self.schema is not None:  # a streamed answer in the log: its text is all there is
+                row.schema = self.schema
+                value, row.error = parse(answer.text, self.schema)
         except GatecellError as exc:
-            row.error = " ".join(str(exc).split())
+            row.error = failure = " ".join(str(exc).split())
         else:
             meta = result.meta
             usage = meta.usage
             row.text, row.body = result.text, sender.raw
             row.usage, row.request_id, row.endpoint = Tokens.of(usage), meta.request_id, meta.endpoint
             row.attempts = meta.attempts
+            if self.schema is not None:
+                row.schema, value, row.error = self.schema, result.parsed, result.parse_error
+                row.cached = sender.sent == 0  # every round answered from the log
+                if sender.earlier:
+                    row.usage = _added(row.usage, sender.earlier)
+            if value is None and not (row.text or "").strip():  # logged as an error: never an answer
+                row.text, row.error = None, EMPTY_REPLY
+                failure = EMPTY_REPLY
         row.latency = time.perf_counter() - started
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        ticket = self._log(row, sender, usage)
-        if ticket is not None and not row.cached:  # a row paid for is in the log before the next
+        ticket = self._log(row, sender, usage, failure, value)
+        if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
+            self.on_row(position, row)
+            self._results[position] = dataclasses.replace(row, text=None, body=None)
+        if ticket is not None and sender.sent:  # a row sent is in the log before the next
             await self.store.committed(ticket)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
@@ -207,22 +254,43 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender, usage: Any) -> int | None:
-        """Price the row, and hand it to the store's writer; its ticket (None: not logged)."""
+    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None, value: Any) -> int | None:
+        """Price the row, and hand its exchanges to the log at once; the last one's ticket
+        (None: not logged). ``failure`` is the exchange's own error (an answer that did not
+        validate is no failed exchange: it answers a re-run)."""
         store = self.store
-        if (
-            self._pricing is not None and not row.cached and row.error is None
-        ):  # a row from the log cost nothing
-            tokens = row.usage
-            row.cost, row.cost_source = self._pricing.cost(
-                sender.cost,
-                self._address,
-                self.model,
-                tokens.prompt_tokens if tokens else None,
-                tokens.completion_tokens if tokens else None,
-            )
+        earlier_rounds = sender.earlier or []  # a typed row's rounds before a repair
+        rounds = [(None, None) if e.hit else self._price(e.cost, _usage(e.reply)) for e in earlier_rounds]
+        last = (None, None) if row.cached or sender.hit else self._price(sender.cost, usage)
+        paid = [r for r, e in zip(rounds, earlier_rounds, strict=True) if not e.hit]
+        paid += [] if row.cached or sender.hit else [last]  # what came from the log cost nothing
+        if paid and all(cost is not None for cost, _ in paid):
+            row.cost = sum(cost for cost, _ in paid if cost is not None)
+            row.cost_source = "+".join(dict.fromkeys(source for _, source in paid if source))
         if store is None or sender.body is None:
             return None
+        typed: dict[str, Any] = {}
+        if self.schema is not None:  # the value as JSON now: no model instance waits for the writer
+            typed = {"schema": self.schema, "parsed_json": self.schema.logged(value)}
+        for earlier, (cost, source) in zip(earlier_rounds, rounds, strict=True):
+            reply = earlier.reply  # the rounds before a repair: answers that did not validate
+            store.record_exchange(
+                earlier.path,
+                self.model,
+                earlier.body,
+                response=earlier.raw.decode("utf-8", "replace"),
+                text=reply_text(reply),
+                usage=_usage(reply),
+                status=earlier.status,
+                request_id=earlier.request_id,
+                gateway=self.gateway,
+                cached=earlier.hit,
+                cache_key=earlier.key,
+                secrets=(self.programs.api_key,),
+                schema=self.schema,
+                cost=cost,
+                cost_source=source,
+            )
         ticket = store.record_exchange(
             sender.path or row.endpoint or "",
             self.model,
@@ -232,18 +300,32 @@ class Engine:
             usage=usage,
             latency=row.latency,
             status=sender.status,
-            error=row.error,
+            error=failure,
             request_id=row.request_id,
             gateway=self.gateway,
-            cached=row.cached,
+            cached=sender.hit if self.schema is not None else row.cached,
             cache_key=sender.key,
             secrets=(self.programs.api_key,),
-            cost=row.cost,
-            cost_source=row.cost_source,
+            cost=last[0],
+            cost_source=last[1],
+            **typed,
         )
         if ticket is not None:
             self._ticket = ticket
         return ticket
+
+    def _price(self, said: float | None, usage: Any) -> tuple[float | None, str | None]:
+        """What one exchange of a row cost, and who said (see `gatecell.store.prices`)."""
+        if self._pricing is None:
+            return None, None
+        tokens = Tokens.of(usage_of(usage)) if usage is not None and not isinstance(usage, Tokens) else usage
+        return self._pricing.cost(
+            said,
+            self._address,
+            self.model,
+            tokens.prompt_tokens if tokens else None,
+            tokens.completion_tokens if tokens else None,
+        )
 
     async def _watch(self) -> None:
         """Cut the requests past the request timeout. One timer for the batch rather than one
@@ -264,12 +346,19 @@ class Engine:
         self.started = time.perf_counter()
         self._loop = asyncio.get_running_loop()
         rows = self._pull()
-        self._tasks = [asyncio.ensure_future(self._worker(rows)) for _ in range(self.concurrency)]
+        first = self._learns_first()
+        self._tasks = [asyncio.ensure_future(self._worker(itertools.islice(rows, 1) if first else rows))]
         if self._stopping:  # stopped before it began
             self.stop()
         watching = asyncio.ensure_future(self._watch())
         interrupted = False
         try:
+            if first:  # the first row alone, then the others (see the module)
+                await self._tasks[0]
+            others = self.concurrency if first else self.concurrency - 1
+            self._tasks += [asyncio.ensure_future(self._worker(rows)) for _ in range(others)]
+            if self._stopping:
+                self.stop()
             await asyncio.gather(*self._tasks)
         except asyncio.CancelledError:
             if not self._stopping:
@@ -288,6 +377,12 @@ class Engine:
         if self._failure is not None and self.on_error == "raise":
             raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
         return batch
+
+    def _learns_first(self) -> bool:
+        """Whether the first row runs alone: a typed batch that may ask natively learns from
+        it (the gateway's metadata, a refusal of the field) how to ask the others."""
+        support = self.programs.support
+        return self.schema is not None and (support.wants_metadata or support.native(self.model))
 
     def stop(self) -> None:
         """Stop at once: rows in flight are dropped (not logged), the rest never start."""
@@ -317,6 +412,7 @@ class Engine:
             seconds=time.perf_counter() - self.started,
             requests=self.requests,
             rate_limited=self.pacing.rate_limited,
+            schema=self.schema,
         )
 
     # -- the wire ---------------------------------------------------------------------
@@ -354,10 +450,31 @@ class Engine:
         return pool
 
 
+class _Round:
+    """An answered request of a typed row that a repair round followed (for the log)."""
+
+    __slots__ = ("body", "path", "raw", "status", "key", "hit", "request_id", "cost")
+
+    def __init__(self, sender: _RowSender, request_id: str | None) -> None:
+        self.body, self.path, self.raw = sender.body, sender.path or "", sender.raw or b""
+        self.status, self.key, self.hit, self.request_id = sender.status, sender.key, sender.hit, request_id
+        self.cost = sender.cost
+
+    @property
+    def reply(self) -> Any:
+        try:
+            return json.loads(self.raw)
+        except ValueError:
+            return None
+
+
 class _RowSender:
     """Sends the requests of one row's program (a `drivers.AsyncSend`)."""
 
-    __slots__ = ("engine", "key", "body", "path", "raw", "status", "cost", "sent", "booked", "rate_limited")
+    __slots__ = (
+        *("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited"),
+        *("hit", "request_id", "earlier", "cost"),
+    )
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -370,20 +487,31 @@ class _RowSender:
         self.sent = 0
         self.booked = 0.0  # tokens booked on the tpm schedule
         self.rate_limited = 0
+        self.hit = False  # the last answer came from the log (typed rows)
+        self.request_id: str | None = None  # of the last answer from the log
+        self.earlier: list[_Round] | None = None  # a typed row's answers before its last round
 
     async def __call__(self, request: Request) -> Response:
         engine = self.engine
         body = request.body
+        if self.raw is not None and self.status is not None and self.status < 300 and body != self.body:
+            # a new round after an answer (a typed row's repair): that answer is logged too
+            (self.earlier if self.earlier is not None else self._earlier()).append(
+                _Round(self, self.request_id)
+            )
+            self.hit, self.request_id = False, None
         self.body, self.path = body, urlsplit(request.url).path
         known = engine._answerable
-        if engine.cache and engine.store is not None and known != set():  # an empty log answers nothing
+        if engine.cache and engine.store is not None and known != set() and request.method == "POST":
             from gatecell.store import cache_key
 
             key = cache_key(self.path, engine.model, body, engine.gateway)  # else the writer makes it
             if key != self.key:
                 self.key = key
                 answer = engine.store.lookup(key, settle=False) if known is None or key in known else None
-                if answer is not None:
+                if answer is not None and engine.schema is not None and answer.response is not None:
+                    return self._replayed(request, answer)  # its program reads it (a tool call, too)
+                if answer is not None and (answer.text or "").strip():  # an empty one answers nothing
                     raise _Cached(answer)
         if not request.url.startswith(("http://", "https://")):
             raise TransportError(
@@ -405,17 +533,46 @@ class _RowSender:
             finally:
                 pacing.release()
             headers = Headers.from_raw(head)
-            if status == 429 and self.rate_limited < RATE_LIMIT_RETRIES:
+            self.status, self.raw, self.cost = status, content, response_cost(headers)
+            if status == 429:
                 self.rate_limited += 1
-                wait = retry_after(headers)
-                pacing.rate_limited_for(
-                    wait if wait is not None else min(2.0**self.rate_limited, 30.0), sent_at
-                )
-                continue
+                pause = pause_for(headers, self.rate_limited, engine._retry_after_cap)
+                paused = pacing.rate_limited_for(pause, sent_at)
+                if paused and self.rate_limited <= RATE_LIMIT_RETRIES:
+                    continue
+                raise self._gave_up(Response(status, headers, request, content=content), paused)
             if status < 300:
                 pacing.succeeded()
-            self.status, self.raw, self.cost = status, content, response_cost(headers)
             return Response(status, headers, request, content=content)
+
+    def _earlier(self) -> list[_Round]:
+        self.earlier = []
+        return self.earlier
+
+    def _replayed(self, request: Request, answer: Any) -> Response:
+        """A typed row's logged answer, handed to its program as the gateway's: the program
+        reads it, and goes on to a repair round when it does not validate."""
+        self.hit, self.request_id, self.cost = True, answer.request_id, None
+        self.status, self.raw = 200, json.dumps(answer.response).encode()
+        headers = {**_JSON, "x-request-id": answer.request_id} if answer.request_id else _JSON
+        return Response(200, Headers(headers), request, content=self.raw)
+
+    def _gave_up(self, response: Response, paused: bool) -> APIError:
+        """The 429's own error, and why this row waits no more: one line."""
+        engine = self.engine
+        request = response.request
+        error = api_error(response, engine.programs.api_key, request.method, self.path or "")
+        pacing = engine.pacing
+        if paused:
+            why = f"Still refused after {RATE_LIMIT_RETRIES} pauses for this row"
+        else:
+            waited = round(pacing.waited, 1)
+            why = (
+                f"The batch's 429 pauses reached its patience ({waited:g} of {pacing.patience:g} s in all: "
+                "patience= or GATECELL_MAP_PATIENCE), so no row waits for one any longer"
+            )
+        error.args = (f"{error.args[0].rstrip('.')}. {why}",)
+        return error
 
     async def _exchange(
         self, pool: Pool, request: Request, raw: bytes
@@ -460,3 +617,18 @@ class _RowSender:
             if answer is not None:
                 answer.release()
         return answer.status, answer.headers, content
+
+
+def _usage(reply: Any) -> Any:
+    """The usage object of a reply body, whatever the API."""
+    return (reply.get("usage") or reply.get("usageMetadata")) if isinstance(reply, dict) else None
+
+
+def _added(usage: Tokens | None, earlier: list[_Round]) -> Tokens | None:
+    """A typed row's tokens: its last answer's and those of the rounds before it."""
+    total = usage
+    for round_ in earlier:
+        tokens = Tokens.of(usage_of(_usage(round_.reply)))
+        if tokens is not None:
+            total = tokens if total is None else Tokens(*(a + b for a, b in zip(total, tokens, strict=True)))
+    return total

@@ -12,6 +12,8 @@ from typing import Any, TypedDict
 from gatecell.wire.conversation import TEXT_APIS
 from gatecell.wire.errors import InvalidRequest, echo
 from gatecell.wire.settings import env_number
+from gatecell.wire.structured import Schema
+from gatecell.wire.typed_calls import typed_request
 
 __all__ = ["MapOptions", "Options", "resolve", "from_flags"]
 
@@ -31,8 +33,12 @@ class MapOptions(TypedDict, total=False):
     rpm: float | None  # requests per minute at most: GATECELL_RPM, else no limit
     tpm: float | None  # tokens per minute at most: GATECELL_TPM, else no limit
     max_retries: int | None  # retries of a row's 5xx and connection errors: the client's
+    patience: float | None  # seconds 429 pauses may add up to: GATECELL_MAP_PATIENCE, else 600
     cache: bool  # answer rows from the log (default True)
     on_error: str  # "record" (default): failed rows keep their error; "raise": BatchError
+    schema: Any  # a typed answer per row: a pydantic model class, a TypedDict, a JSON Schema dict...
+    choices: Any  # or one of these labels per row (a list, an Enum class, a Literal[...])
+    repairs: int  # rounds that show an answer that did not validate its problem (default 1)
 
 
 @dataclass(frozen=True)
@@ -49,8 +55,11 @@ class Options:
     rpm: float | None = None
     tpm: float | None = None
     max_retries: int | None = None
+    patience: float = 600.0
     cache: bool = True
     on_error: str = "record"
+    schema: Schema | None = None  # from ``schema`` or ``choices``
+    repairs: int = 1
 
 
 def _positive(name: str, value: Any, whole: bool = False) -> None:
@@ -63,15 +72,21 @@ def _positive(name: str, value: Any, whole: bool = False) -> None:
 def resolve(options: MapOptions | dict[str, Any]) -> Options:
     """The options with their defaults; an unknown name or a value out of range is an
     `InvalidRequest` (before any request)."""
-    known = Options.__dataclass_fields__
+    known = [*Options.__dataclass_fields__, "choices"]
     for name in options:
         if name not in known:
             close = difflib.get_close_matches(name, known, 1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise InvalidRequest(name, f"is not an option of map{hint}")
-    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    given: dict[str, Any] = {k: v for k, v in options.items() if v is not None and k != "choices"}
+    repairs = options.get("repairs")
+    typed = typed_request(
+        options.get("schema"), options.get("choices"), 1 if repairs is None else repairs, False
+    )
+    given["schema"] = typed.schema if typed is not None else None
     given["model"] = options.get("model") or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     given["concurrency"] = env_number(options.get("concurrency"), "GATECELL_MAP_CONCURRENCY", 8)
+    given["patience"] = env_number(options.get("patience"), "GATECELL_MAP_PATIENCE", 600.0)
     for name in ("rpm", "tpm"):  # unset: the environment's, where 0 means no limit
         if options.get(name) is None:
             given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
@@ -84,6 +99,9 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
     for name in ("rpm", "tpm"):
         if getattr(resolved, name) is not None:
             _positive(name, getattr(resolved, name))
+    patience = resolved.patience
+    if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not patience >= 0:
+        raise InvalidRequest("patience", f"must be a number of seconds >= 0; got {echo(patience)}")
     retries = resolved.max_retries
     if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
         raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {echo(retries)}")

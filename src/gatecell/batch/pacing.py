@@ -8,19 +8,42 @@ rate is the asked one, and an estimate corrected afterwards (the usage that came
 moves the clock back or forward. A 429 pauses the whole batch, not one row, halves the
 concurrency, and slows the schedules by 2%: a gateway that counts the same limit in windows
 of its own then sees the batch settle just under it.
+
+What a gateway asks is bounded (`pause_for`): a pause lasts at least `MIN_PAUSE` (``Retry-After:
+0`` would otherwise have a row sent again at once, twenty times over) and at most the client's
+``retry_after_cap``, whatever the header says (``inf``, a date a year away). And the batch's
+patience bounds the pauses together: once they would add up past it, a 429 no longer pauses
+anything and its row fails, so a gateway that keeps saying "later" cannot hold a batch forever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
-__all__ = ["Schedule", "Pacing"]
+from gatecell.wire.http import retry_after
+
+__all__ = ["Schedule", "Pacing", "pause_for", "MIN_PAUSE"]
 
 # A 429 despite the schedule: the gateway counts in windows of its own, where the jitter of
 # a request's start can put one request too many. Each burst of 429s slows the schedules by
 # this much, so the batch settles just under the gateway's limit.
 _SLOWER = 1.02
+
+MIN_PAUSE = 0.5  # seconds a 429 pauses the batch at least, whatever it asks
+_BACKOFF_CAP = 30.0  # the longest pause of our own, when a 429 says nothing
+
+
+def pause_for(headers: Mapping[str, str], attempt: int, cap: float) -> float:
+    """The pause for a row's ``attempt``-th 429 (from 1): the wait the gateway asks
+    (``retry-after-ms``, ``Retry-After`` in seconds or as a date: `wire.http.retry_after`),
+    else 2, 4, 8... seconds up to 30; in any case at most ``cap`` (the client's
+    ``retry_after_cap``) and at least `MIN_PAUSE`, which wins over a smaller cap."""
+    asked = retry_after(headers)
+    if asked is None:
+        asked = min(2.0**attempt, _BACKOFF_CAP)
+    return max(min(asked, cap), MIN_PAUSE)
 
 
 class Schedule:
@@ -50,9 +73,16 @@ class Schedule:
 
 
 class Pacing:
-    """The batch's pace: schedules, the 429 pause, and the adaptive concurrency limit."""
+    """The batch's pace: schedules, the 429 pause, and the adaptive concurrency limit.
 
-    def __init__(self, concurrency: int, rpm: float | None, tpm: float | None) -> None:
+    **Parameters:** ``concurrency``, requests in flight at most; ``rpm``, ``tpm``, requests and
+    tokens per minute at most (None: no limit); ``patience``, seconds the 429 pauses may add
+    up to (`rate_limited_for`).
+    """
+
+    def __init__(
+        self, concurrency: int, rpm: float | None, tpm: float | None, patience: float = float("inf")
+    ) -> None:
         self.max_concurrency = concurrency
         self.limit = concurrency  # requests allowed in flight now
         self.in_flight = 0
@@ -60,6 +90,8 @@ class Pacing:
         self.tokens = Schedule(tpm) if tpm else None
         self.paused_until = 0.0  # time.monotonic; nothing is sent before it
         self.rate_limited = 0  # 429s seen
+        self.patience = patience
+        self.waited = 0.0  # seconds the batch has been paused by 429s, overlapping pauses counted once
         self._cut_at = 0.0  # when the limit was last cut: a 429 to a request sent before it counts no more
         self._successes = 0
         self._waiters: list[asyncio.Future[None]] = []
@@ -110,12 +142,18 @@ class Pacing:
                 self.limit += 1
                 self._wake()
 
-    def rate_limited_for(self, seconds: float, sent_at: float) -> None:
+    def rate_limited_for(self, seconds: float, sent_at: float) -> bool:
         """A 429 to a request sent at ``sent_at``: pause everything for ``seconds``, and halve
-        the concurrency once per burst of 429s (those to requests sent after the last cut)."""
+        the concurrency once per burst of 429s (those to requests sent after the last cut).
+        False, and nothing paused, when that pause would take `waited` past the patience."""
         self.rate_limited += 1
         now = time.monotonic()
-        self.paused_until = max(self.paused_until, now + seconds)
+        until = max(self.paused_until, now + seconds)
+        longer = until - max(self.paused_until, now)  # what this pause adds to the one under way
+        if self.waited + longer > self.patience:
+            return False
+        self.waited += longer
+        self.paused_until = until
         for schedule in (self.requests, self.tokens):
             if schedule is not None:
                 schedule.not_before(self.paused_until)
@@ -125,6 +163,7 @@ class Pacing:
             self._cut_at = now
             self.limit = max(1, self.limit // 2)
             self._successes = 0
+        return True
 
     def correct_tokens(self, delta: float) -> None:
         if self.tokens is not None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gatecell.wire.errors import GatecellError, InvalidRequest
+from gatecell.wire.structured import parse, parse_reply
 
 if TYPE_CHECKING:
     from gatecell.wire.schemas import Usage
@@ -39,10 +40,12 @@ class Row:
     was answered from the log. ``reply`` is the reply body as the gateway sent it (JSON; for
     a row from the log, the body logged then, None if that reply was streamed). Rows keep the
     body as bytes and parse it when asked: a batch of many rows stays small and cheap to keep.
-    ``value`` is the answer's validated value when the batch had a schema (a row whose answer
-    never validated has none, and its ``error`` says why). ``cost`` is what the row cost in US
-    dollars when known, and ``cost_source`` who said (``gateway``, ``model-info``, ``prices``;
-    see `gatecell.store.prices`); a row from the log cost nothing and has none.
+    ``value`` is the answer's validated value when the batch had a ``schema`` (a row whose
+    answer never validated has none, and its ``error`` says why), read from the answer when
+    asked, for the same reason: a model instance per row is several objects the garbage
+    collector would walk, again and again, while the batch runs. ``cost`` is what the row
+    cost in US dollars when known, and ``cost_source`` who said (``gateway``, ``model-info``,
+    ``prices``; see `gatecell.store.prices`); a row from the log cost nothing and has none.
     """
 
     label: Any
@@ -56,7 +59,7 @@ class Row:
     model: str | None = None
     attempts: int = 0
     body: Any = None
-    value: Any = None
+    schema: Schema | None = field(default=None, repr=False)
     cost: float | None = None
     cost_source: str | None = None
 
@@ -64,6 +67,16 @@ class Row:
     def reply(self) -> Any:
         body = self.body
         return json.loads(body) if isinstance(body, bytes) else body
+
+    @property
+    def value(self) -> Any:
+        schema = self.schema
+        if schema is None or self.error is not None:
+            return None
+        value, _ = parse(self.text, schema)  # the answer validated once: it does again
+        if value is None and self.body is not None:  # a messages reply's tool call holds it
+            value, _ = parse_reply(self.reply, self.text, schema)
+        return value
 
 
 class BatchError(GatecellError):
@@ -111,6 +124,7 @@ class Batch:
         self.requests = requests  # HTTP requests sent, retries included
         self.rate_limited = rate_limited  # 429s among them
         self.schema = schema
+        self._read: list[Any] | None = None
 
     # -- counts -----------------------------------------------------------------------
 
@@ -189,7 +203,10 @@ class Batch:
         return frame(self._values(), self._index(), self.schema, explode=explode)
 
     def _values(self) -> list[Any]:
-        return [r.value if r is not None and r.error is None else None for r in self.rows]
+        """Each row's value (None where it has none), read from the answers once."""
+        if self._read is None:
+            self._read = [r.value if r is not None else None for r in self.rows]
+        return self._read
 
     def _labels(self, schema: Schema) -> Any:
         """The rows' labels as a Categorical of the choices."""
@@ -219,19 +236,19 @@ class Batch:
 
         totals: dict[str, Any] = dict.fromkeys(_USAGE, 0)
         cost: float | None = None
-        sources: set[str | None] = set()
+        sources: set[str] = set()
         unpriced = 0
         for r in self.rows:
             if r is not None and r.usage is not None:
                 for name in _USAGE:
                     totals[name] += getattr(r.usage, name)
-            if r is None or r.cached or r.error is not None:
+            if r is None or r.cached:
                 continue
-            if r.cost is None:
-                unpriced += 1
-            else:
+            if r.cost is not None:  # a row that failed may have cost something too (a typed one)
                 cost = (cost or 0.0) + r.cost
-                sources.add(r.cost_source)
+                sources.update((r.cost_source or "").split("+"))
+            elif r.error is None:
+                unpriced += 1
         totals["requests"] = self.requests
         totals["cached_rows"] = self.cached
         totals["cost"] = cost

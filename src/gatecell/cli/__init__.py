@@ -2,7 +2,9 @@
 open JupyterLab on the tutorials.
 
 Errors print as one line on stderr and exit with status 1; Ctrl-C exits with 130 after
-keeping what a stream already printed.
+keeping what a stream already printed. Everything printed that a gateway or a model chose
+(replies, model ids, error messages, the log) goes through
+`gatecell.wire.terminal.printable`: control sequences are shown escaped, never obeyed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from gatecell.connect import explain_unserved
 from gatecell.wire.errors import APIError, GatecellError
+from gatecell.wire.terminal import printable
 
 __all__ = ["main"]
 
@@ -50,7 +53,7 @@ def _chat(args: argparse.Namespace) -> int:
     with _gateway() as gw:
         try:
             if args.no_stream:
-                print(gw.chat(**params).text)
+                print(printable(gw.chat(**params).text or ""))
                 return 0
             stream = gw.chat(**params, stream=True)
         except APIError as exc:
@@ -59,7 +62,7 @@ def _chat(args: argparse.Namespace) -> int:
             raise
         try:
             for fragment in stream:
-                sys.stdout.write(fragment)
+                sys.stdout.write(printable(fragment))
                 sys.stdout.flush()
         finally:
             sys.stdout.write("\n")
@@ -77,7 +80,7 @@ def _models(args: argparse.Namespace) -> int:
     with _gateway() as gw:
         for model in gw.models():
             endpoints = ", ".join(model.endpoints or [])
-            print(f"{model.id:<32} {model.owned_by or '':<20} {endpoints}")
+            print(printable(f"{model.id:<32} {model.owned_by or '':<20} {endpoints}"))
     return 0
 
 
@@ -103,7 +106,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a bad option or key file: one line, before anything starts
         if args.debug:
             raise
-        print(f"gatecell: {exc}", file=sys.stderr)
+        print(printable(f"gatecell: {exc}"), file=sys.stderr)
         return 2
     return 0
 
@@ -122,7 +125,16 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"gatecell: {_LAB_HINT}", file=sys.stderr)
         return 1
     folder = _tutorials(args.notebooks)
-    command = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}"]
+    from gatecell.wire.attachments import file_cap
+
+    # A file the chat panel attaches reaches the kernel in one websocket message: the server
+    # must take one as large as gatecell takes a file (tornado's default is 10 MiB).
+    message = max(10 * 2**20, file_cap() + 2**20)
+    settings = f'{{"websocket_max_message_size": {message}}}'
+    command = [
+        *(sys.executable, "-m", "jupyterlab", f"--notebook-dir={folder}"),
+        f"--ServerApp.tornado_settings={settings}",
+    ]
     if args.port:
         command.append(f"--port={args.port}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI machines run as root
@@ -165,8 +177,9 @@ def _tutorials(explicit: str | None) -> Path:
 
     from platformdirs import user_data_path
 
-    copy = user_data_path("gatecell") / "tutorials"
-    copy.mkdir(parents=True, exist_ok=True)
+    from gatecell.wire.private import private_folder
+
+    copy = private_folder(private_folder(user_data_path("gatecell")) / "tutorials")  # the log's folder: 0700
     for notebook in shipped.glob("*.ipynb"):
         if not (copy / notebook.name).exists():  # the user's edits are theirs
             shutil.copyfile(notebook, copy / notebook.name)
@@ -282,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug or not isinstance(exc, (GatecellError, OSError)):
             raise
-        print(f"gatecell: {exc}", file=sys.stderr)
+        print(printable(f"gatecell: {exc}"), file=sys.stderr)
         return 1
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatecell.wire.private import Untrusted, private_folder, read_private, write_private
 from gatecell.wire.secret import Secret
 from gatecell.wire.settings import env_number, home, root_url
 
@@ -71,8 +72,23 @@ def new_key() -> Secret:
     return Secret("sk-local-" + secrets.token_urlsafe(24))
 
 
+MIN_KEY = 16  # characters of a local gateway's key at least: every local user can try keys
+
+
+def _long_enough(keys: tuple[Secret, ...], where: str) -> tuple[Secret, ...]:
+    short = next((k for k in keys if len(k.reveal()) < MIN_KEY), None)
+    if short is not None:
+        raise ValueError(
+            f"a key in {where} has {len(short.reveal())} characters; the local gateway takes keys of "
+            f"{MIN_KEY} or more (any local user can try keys): make a long random one"
+        )
+    return keys
+
+
 def keys_from(api_keys: str | Secret | Sequence[str | Secret] | None) -> tuple[Secret, ...]:
-    """Keys given explicitly, else from GATECELL_LOCAL_KEYS; empty when neither has any."""
+    """Keys given explicitly, else from GATECELL_LOCAL_KEYS; empty when neither has any.
+    A key shorter than `MIN_KEY` is a ValueError."""
+    where = "the keys given" if api_keys is not None else ENV_KEYS
     if api_keys is None:
         api_keys = os.environ.get(ENV_KEYS, "")
     items: Sequence[str | Secret]
@@ -86,23 +102,28 @@ def keys_from(api_keys: str | Secret | Sequence[str | Secret] | None) -> tuple[S
         value = (key.reveal() if isinstance(key, Secret) else str(key)).strip()
         if value:
             found.append(Secret(value))
-    return tuple(found)
+    return _long_enough(tuple(found), where)
 
 
 def keys_in_file(path: str | os.PathLike[str]) -> tuple[Secret, ...]:
     """The keys of a key file: one per line; blank lines and lines starting with ``#`` are skipped.
 
-    A file keeps keys out of ``ps`` and shell history, which ``--api-key`` does not.
+    A file keeps keys out of ``ps`` and shell history, which ``--api-key`` does not, if it is
+    the user's own and no one else may read or write it: a file another user owns, one that
+    others may read or write, or a symbolic link is refused (`gatecell.wire.private`), as is a
+    key shorter than `MIN_KEY`. Each refusal is a ValueError of one line.
     """
+    name = repr(os.fspath(path))
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = read_private(path, tighten=False).decode("utf-8").splitlines()
+    except Untrusted as exc:
+        raise ValueError(f"the key file {name} is not used: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read the key file {os.fspath(path)!r}: {exc.__class__.__name__}") from None
+        raise ValueError(f"cannot read the key file {name}: {exc.__class__.__name__}") from None
     keys = tuple(Secret(s) for s in (line.strip() for line in lines) if s and not s.startswith("#"))
     if not keys:
-        raise ValueError(f"the key file {os.fspath(path)!r} holds no key (one key per line)")
-    return keys
+        raise ValueError(f"the key file {name} holds no key (one key per line)")
+    return _long_enough(keys, f"the key file {name}")
 
 
 def local_data() -> str:
@@ -125,8 +146,6 @@ def home_key() -> Secret:
     nor, without it, use the gateway. A file another user owns, or that others may read, is
     not trusted: a new key replaces it, said in one line on stderr.
     """
-    from .disk import private_folder, write_private
-
     path = key_file()
     private_folder(path.parent)
     key = _read_key(path)
@@ -302,10 +321,15 @@ class Config:
 
 
 def _probe(folder: Path) -> None:
-    """Make ``folder`` (private) and write in it once: OSError when it cannot be used."""
+    """Make ``folder`` (private) and write in it once: OSError when it cannot be used, or when
+    it, or a folder of it that the stores use (jobs, leases, each key's files), is not this
+    user's alone (`gatecell.wire.private.Untrusted`)."""
     import tempfile
-
-    from .disk import private_folder
 
     with tempfile.TemporaryFile(dir=private_folder(folder)):
         pass
+    for part in ("jobs", "leases", "files"):
+        private_folder(folder / part)
+    for owner in os.scandir(folder / "files"):
+        if owner.is_dir(follow_symlinks=False):
+            private_folder(owner.path)

@@ -1,10 +1,11 @@
 """The local gateway's files on disk: written whole or not at all, readable by their user alone,
 and a lease that tells a job someone is rendering from one whose renderer is gone.
 
-Folders are made 0700 and files 0600: the jobs' prompts and the generated media are the
-user's, like the log. A file is written to a temporary name in its folder and renamed into
-place, so a reader (another gateway process, the same one after a crash) sees the old
-file or the new one, never half of one.
+Folders are 0700 and files 0600, and neither may be another user's
+(`gatecell.wire.private`): the jobs' prompts and the generated media are the user's, like
+the log, and a record read back is served as the user's own job. A file is written to a
+temporary name in its folder and renamed into place, so a reader (another gateway process,
+the same one after a crash) sees the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -17,38 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from gatecell.wire.private import TMP_PREFIX, private_folder
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no flock, see Lease
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["private_folder", "write_private", "sweep_temporary", "Lease"]
+__all__ = ["sweep_temporary", "Lease"]
 
-_TMP = ".tmp-"
 _LEASE = re.compile(r"[0-9a-f]{16}")
-
-
-def private_folder(path: Path) -> Path:
-    """``path``, made 0700 if missing, with its missing parents (``mkdir -p`` would make
-    those with the default mode, which lets others list them)."""
-    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
-    return path
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` at once: a 0600 temporary file renamed into place."""
-    folder = private_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=_TMP)  # 0600
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def sweep_temporary(folder: Path, older_than: float = 3600.0) -> None:
@@ -56,7 +35,7 @@ def sweep_temporary(folder: Path, older_than: float = 3600.0) -> None:
     cutoff = time.time() - older_than
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
-            if entry.name.startswith(_TMP) and entry.stat().st_mtime < cutoff:
+            if entry.name.startswith(TMP_PREFIX) and entry.stat().st_mtime < cutoff:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
@@ -75,7 +54,7 @@ class Lease:
     def __init__(self, folder: Path) -> None:
         self._folder = private_folder(folder)
         self.name = secrets.token_hex(8)
-        fd, tmp = tempfile.mkstemp(dir=self._folder, prefix=_TMP)
+        fd, tmp = tempfile.mkstemp(dir=self._folder, prefix=TMP_PREFIX)
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.replace(tmp, self._path(self.name))

@@ -42,8 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from gatecell.wire.private import private_folder, read_private, write_private
+
 from .backends._stop import Stopped, check
-from .disk import Lease, private_folder, sweep_temporary, write_private
+from .disk import Lease, sweep_temporary
 from .job_kinds import Render, renderer
 from .media_store import DAY, MediaStore
 from .render import Renders
@@ -252,9 +254,9 @@ class JobStore:
         if self._folder is None or not JOB_ID.fullmatch(job_id):
             return None
         try:
-            data = json.loads(self._path(job_id).read_bytes())
+            data = json.loads(read_private(self._path(job_id)))
             job = JobRecord(**data)
-        except (OSError, ValueError, TypeError):  # none, or not a record of ours
+        except (OSError, ValueError, TypeError):  # none, not a record of ours, or another user's file
             return None
         return job if job.id == job_id else None
 
@@ -266,7 +268,7 @@ class JobStore:
             job_id = entry.name.removesuffix(".json")
             if entry.name.endswith(".json") and JOB_ID.fullmatch(job_id):
                 with contextlib.suppress(OSError):
-                    found.append((entry.stat().st_mtime, job_id))
+                    found.append((entry.stat(follow_symlinks=False).st_mtime, job_id))
         found.sort(reverse=True)
         cutoff = time.time() - self._max_age
         for rank, (created, job_id) in enumerate(found):

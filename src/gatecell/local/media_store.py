@@ -9,7 +9,9 @@ job) is told through `on_evict`, so that nothing keeps pointing at a file that i
 With a ``folder`` the files live in ``folder/<owner>/<name>`` (see `disk`) and outlive the
 gateway: the index is read back from the folder at start, and a file another gateway process
 wrote there (two kernels share the folder) is found when it is asked for. A name or owner is
-checked against the shape the gateway gives them before it comes near a path.
+checked against the shape the gateway gives them before it comes near a path, and a file is
+served only if it is this user's own regular file (`gatecell.wire.private`): never through a
+symbolic link, never one another user planted.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .disk import private_folder, sweep_temporary, write_private
+from gatecell.wire.private import private_file, private_folder, read_private, write_private
+
+from .disk import sweep_temporary
 
 __all__ = ["MediaFile", "MediaStore", "NAME", "OWNER_ID"]
 
@@ -68,11 +72,11 @@ class MediaStore:
         """Index the files a previous run (or another process) left, oldest first."""
         found = []
         for owner in os.scandir(folder):
-            if owner.is_dir() and OWNER_ID.fullmatch(owner.name):
+            if owner.is_dir(follow_symlinks=False) and OWNER_ID.fullmatch(owner.name):
                 sweep_temporary(Path(owner.path))
                 for entry in os.scandir(owner.path):
-                    if NAME.fullmatch(entry.name):
-                        stat = entry.stat()
+                    stat = _usable(Path(entry.path)) if NAME.fullmatch(entry.name) else None
+                    if stat is not None:
                         found.append((stat.st_mtime, entry.name, owner.name, stat.st_size))
         for created, name, owner_id, size in sorted(found):
             self._add(name, MediaFile(_mime(name), owner_id, size, created))
@@ -125,8 +129,8 @@ class MediaStore:
         if entry.data is not None:
             return entry
         try:
-            return replace(entry, data=self._path(owner, name).read_bytes())
-        except OSError:  # another gateway sharing the folder evicted it
+            return replace(entry, data=read_private(self._path(owner, name)))
+        except OSError:  # another gateway sharing the folder evicted it (or it is not ours)
             self._gone(name)
             return None
 
@@ -134,9 +138,8 @@ class MediaStore:
         """A file of the folder this process has not indexed (another process wrote it)."""
         if not (NAME.fullmatch(name) and OWNER_ID.fullmatch(owner)):
             return None
-        try:
-            stat = self._path(owner, name).stat()
-        except OSError:
+        stat = _usable(self._path(owner, name))
+        if stat is None:
             return None
         entry = MediaFile(_mime(name), owner, stat.st_size, stat.st_mtime)
         self._add(name, entry)
@@ -147,7 +150,10 @@ class MediaStore:
         entry = self._files.get(name)
         if self._folder is None:
             return entry is not None and entry.owner == owner
-        return bool(NAME.fullmatch(name) and OWNER_ID.fullmatch(owner)) and self._path(owner, name).exists()
+        return (
+            bool(NAME.fullmatch(name) and OWNER_ID.fullmatch(owner))
+            and _usable(self._path(owner, name)) is not None
+        )
 
     def drop(self, name: str, owner: str | None = None) -> None:
         """Forget a file (and delete it from the folder). ``owner`` finds a file of the
@@ -158,6 +164,16 @@ class MediaStore:
             owner = found.owner
         if self._folder is not None and owner and NAME.fullmatch(name) and OWNER_ID.fullmatch(owner):
             self._path(owner, name).unlink(missing_ok=True)
+
+
+def _usable(path: Path) -> os.stat_result | None:
+    """The file's status if it is there and may be served (this user's own regular file)."""
+    try:
+        stat = path.lstat()
+        private_file(path, stat)
+    except OSError:  # gone, or another user's, or a symbolic link
+        return None
+    return stat
 
 
 def _mime(name: str) -> str:

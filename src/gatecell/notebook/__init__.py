@@ -47,10 +47,12 @@ def session_for(shell: Any = None) -> Any:
 
 
 def error_line(exc: BaseException) -> str:
-    """The one line shown for a gatecell error, with any key in it masked."""
+    """The one line shown for a gatecell error: redacted (any key, credential), and with
+    control characters escaped (a terminal, or a frontend rendering ANSI escapes, shows it)."""
     from gatecell.wire.secret import redact
+    from gatecell.wire.terminal import printable
 
-    return redact(f"gatecell: {exc}")
+    return printable(redact(f"gatecell: {exc}"))
 
 
 def _show_error(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> None:

@@ -12,8 +12,10 @@ What a kernel honestly has, and so what gatecell sends:
 - the last exception with its traceback (``sys.last_value``, set by IPython's traceback
   display and by gatecell's one-line error handler alike).
 
-Everything gathered here is redacted before it is sent (`redact`): key-shaped strings and
-values assigned to names such as ``api_key`` or ``token``.
+Everything gathered here is redacted before it is sent, by the one redaction of
+`gatecell.wire.secret.redact` (the magics apply it to the whole prompt): keys of this process
+and of other services, credentials, values assigned to names such as ``api_key``,
+``password`` or ``token``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["recent_cells", "last_error", "redact", "EXPLAIN"]
+__all__ = ["recent_cells", "last_error", "EXPLAIN"]
 
 EXPLAIN = (
     "Explain the error above: what went wrong and why. Then suggest a fix, as code when code is the fix."
@@ -163,28 +165,3 @@ def _short_path(path: str) -> str:
 def _exception_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-# -- redaction -----------------------------------------------------------------------------
-
-_ASSIGNED = re.compile(
-    r"""(?ix)
-    (\b[\w.-]*(?:api[_-]?key|secret(?:[_-]?key)?|(?:access|private)[_-]?key|token|password|passwd|credential)s?
-    ["']?\]?\s*[:=]\s*)
-    (["'])([^"'\n]{4,})\2
-    """
-)
-_SHAPES = re.compile(
-    r"\b(?:AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|AKIA[0-9A-Z]{16})\b"
-)
-
-
-def redact(text: str, *secrets: Any) -> str:
-    """``text`` with the given secrets, key-shaped strings (``sk-…``, and the common shapes of
-    other services' keys) and values assigned to key-like names masked."""
-    from gatecell.wire.secret import redact as wire_redact
-
-    text = _ASSIGNED.sub(lambda m: f"{m.group(1)}{m.group(2)}…{m.group(2)}", text)
-    text = _SHAPES.sub(lambda m: m.group(0)[:4] + "…", text)
-    return wire_redact(text, *secrets)

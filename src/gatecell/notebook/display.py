@@ -11,7 +11,8 @@ The pieces are small and public so that the widgets can reuse them:
   saved next to the notebook and shown from the file.
 - `provenance` / `footer_text` describe where an output came from (model, endpoint,
   latency, usage, request id). It travels in the display metadata of every output under
-  the key ``"gatecell"``; never a header, never the key.
+  the key ``"gatecell"``; never a header, never the key: every string in it is redacted
+  (`gatecell.wire.secret.redact_data`), as a gateway chose the model name and request id.
 - `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 
 Nothing a gateway sends reaches HTML as it came: text goes through
@@ -49,6 +50,7 @@ __all__ = [
     "show_media",
     "show_markdown",
     "show_prompt",
+    "attachment_html",
     "show_table",
     "Progress",
 ]
@@ -97,7 +99,9 @@ def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
     if getattr(meta, "cached", False) is True:  # answered from the log: no request was sent
         prov["cached"] = True
     prov.update({k: _plain(v) for k, v in extra.items()})
-    return {k: v for k, v in prov.items() if v not in (None, "", {})}
+    from gatecell.wire.secret import redact_data
+
+    return redact_data({k: v for k, v in prov.items() if v not in (None, "", {})})
 
 
 def _tokens(usage: Any) -> str:
@@ -218,8 +222,10 @@ class LiveMarkdown:
 
     def _write(self, text: str) -> None:
         if text:
+            from gatecell.wire.terminal import printable
+
             out = self._out or sys.stdout
-            out.write(text)
+            out.write(printable(text))  # a terminal: control sequences escaped, never obeyed
             out.flush()
         self._shown = len(self.text)
 
@@ -271,39 +277,53 @@ def show_prompt(content: Any) -> None:
         elif item.kind == "text" and item.text:
             parts.append(f"<p><sub>{html.escape(item.description)}</sub></p>" + to_html(item.text))
         else:
-            parts.append(_attached_html(item))
+            parts.append(attachment_html(item))
     plain = f"prompt sent ({counted}):\n{content_text(content)}"
     display({"text/html": "".join(parts), "text/plain": plain}, raw=True)
 
 
-def _attached_html(item: Any) -> str:
-    """A picture's thumbnail and caption, or a file's or URL's line; every word escaped."""
-    caption = html.escape(item.description)
+def attachment_html(item: Any, side: int = THUMBNAIL) -> str:
+    """A picture as a thumbnail at most ``side`` pixels a side, with its caption; a document
+    or a URL as a chip with its name and size. The thumbnail is a PNG made here from the
+    picture's own bytes (never the bytes as they came); every word is escaped. For
+    ``--show-prompt`` and the chat panel's transcript."""
+    caption = item.description
+    if item.name and item.name not in caption:
+        caption = f"{item.name} · {caption}"
+    caption = html.escape(caption)
     if item.url is not None:
-        return f"<p><sub>{caption} (passed on to the gateway, not fetched here)</sub></p>"
-    thumbnail = _thumbnail(item.data) if item.kind == "image" and item.data else None
+        return _chip(f"{caption} (passed on to the gateway, not fetched here)")
+    thumbnail = _thumbnail(item.data, side) if item.kind == "image" and item.data else None
     if thumbnail is None:
-        return f"<p><sub>{caption}</sub></p>"
+        return _chip(caption)
     data, width, height = thumbnail
     return (
-        '<figure style="display:inline-block;margin:4px 8px 4px 0">'
+        '<figure class="gatecell-thumbnail" style="display:inline-block;margin:4px 8px 4px 0">'
         f'<img src="{_data_uri(data, "image/png")}" width="{width}" height="{height}" alt="{caption}"/>'
         f"<figcaption><sub>{caption}</sub></figcaption></figure>"
     )
 
 
-def _thumbnail(data: bytes) -> tuple[bytes, int, int] | None:
-    """A PNG at most `THUMBNAIL` pixels a side of a picture's bytes; None when Pillow cannot read it."""
+def _chip(text: str) -> str:
+    style = (
+        "display:inline-block;margin:4px 8px 4px 0;padding:1px 8px;border-radius:10px;"
+        "border:1px solid rgba(127,127,127,.4)"
+    )
+    return f'<span class="gatecell-chip" style="{style}"><sub>{text}</sub></span>'
+
+
+def _thumbnail(data: bytes, side: int) -> tuple[bytes, int, int] | None:
+    """A PNG at most ``side`` pixels a side of a picture's bytes; None when Pillow cannot read it."""
     import io
 
     from PIL import Image, UnidentifiedImageError
 
     try:
         image = Image.open(io.BytesIO(data))
-        image.thumbnail((THUMBNAIL, THUMBNAIL))
+        image.thumbnail((side, side))
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
-    except (UnidentifiedImageError, OSError, ValueError):
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return None
     return buffer.getvalue(), image.size[0], image.size[1]
 

@@ -9,6 +9,7 @@ HTML. The store is read through `gatecell.store` (loaded on first use, not at
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,9 +114,16 @@ def show_jobs(n: int) -> None:
     show_table(header, body, note="Pick one up with `%gatecell job ID`, in this kernel or another.")
 
 
-def export(name: str, path: str | None) -> None:
+def export(name: str, path: str | None, *, force: bool = False) -> None:
     """Write conversation ``name`` from the log: Markdown, or JSON Lines for a ``.jsonl``
-    or ``.ndjson`` path (one exchange per line, the keys of ``gatecell logs --json``)."""
+    or ``.ndjson`` path (one exchange per line, the keys of ``gatecell logs --json``).
+
+    The file is new and 0600 (the conversation is as private as the log). An existing file
+    is refused unless ``force`` (``export default mynb.ipynb`` must not replace the
+    notebook); a symbolic link is never followed, nor replaced; a missing folder is one line.
+    """
+    from IPython.core.error import UsageError
+
     from gatecell.store.report import exchange_text, json_line
 
     from .display import safe_name
@@ -129,8 +137,34 @@ def export(name: str, path: str | None) -> None:
         text = "".join(json_line(turn) + "\n" for turn in turns)
     else:
         text = f"# Conversation {name}\n\n" + "\n".join(exchange_text(turn) for turn in turns)
-    target.write_text(text, encoding="utf-8")
+    try:
+        _write_new(target, text.encode("utf-8"), force)
+    except FileExistsError:
+        raise UsageError(f"%gatecell export: {target} exists; add --force to replace it") from None
+    except FileNotFoundError:
+        raise UsageError(f"%gatecell export: no folder {target.parent} to write {target.name} in") from None
+    except IsADirectoryError:
+        raise UsageError(f"%gatecell export: {target} is a folder; give a file name") from None
+    except OSError as exc:
+        raise UsageError(f"%gatecell export: cannot write {target}: {exc.strerror or exc}") from None
     print(f"wrote the {len(turns)} exchanges of conversation {name!r} to {target}")
+
+
+def _write_new(target: Path, data: bytes, force: bool) -> None:
+    """``data`` into a new 0600 file at ``target`` (never through a symbolic link); with
+    ``force`` an existing regular file is replaced whole (a new file renamed over it)."""
+    if target.is_symlink():
+        raise OSError(0, "it is a symbolic link (not followed)")
+    if force and target.exists():
+        if not target.is_file():
+            raise IsADirectoryError(target)
+        from gatecell.wire.private import write_whole
+
+        write_whole(target, data)
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def restore(name: str, memory: Any) -> None:

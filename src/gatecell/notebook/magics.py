@@ -6,6 +6,12 @@ from the notebook (see `template`), calls the client (never HTTP directly), show
 result (see `display`) and returns it as the cell's value (see `values`). Errors of the
 gateway are raised as they are and printed as one line by the handler that
 `gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
+
+What a magic sends is redacted first (`gatecell.wire.secret.redact`), all of it: the cell
+with its ``{name}`` and ``{In[N]}`` filled in, and what ``--cells``, ``--error`` and
+``%gatecell explain`` gather. The redacted prompt is the one sent, the one ``--show-prompt``
+shows, and the one the conversation and the provenance keep: the display never differs
+from what left the notebook.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
             *("api", "cells", "error", "code", "show_prompt"),
             *("image", "last_plot", "file", "as_text"),
             "cache",
-            *("over", "jobs", "rpm", "tpm"),
+            *("over", "jobs", "rpm", "tpm", "schema", "choices"),
         ),
     ),
     "reason": (
@@ -152,6 +158,7 @@ def _store_commands(sub: Any) -> None:
     export = sub.add_parser("export", help="write a logged conversation to a file (Markdown, or .jsonl)")
     export.add_argument("name", help="conversation name (-c NAME of %%chat; the notebook's is 'default')")
     export.add_argument("path", nargs="?", help="the file (default NAME.md; .jsonl or .ndjson: JSON Lines)")
+    export.add_argument("--force", action="store_true", help="replace the file if it exists")
     restore = sub.add_parser("restore", help="bring a logged conversation back (after a restart, say)")
     restore.add_argument("name", help="conversation name; %%chat -c NAME goes on from it")
 
@@ -233,12 +240,14 @@ class GatecellMagics(Magics):
         if not text.strip() and not getattr(ns, "error", False) and not attached:
             raise UsageError(f"%{name}: nothing to send: write the prompt in the cell, or after the options")
         prompt: Any = text
-        if not ns.no_interpolate and not getattr(ns, "over", None):  # --over fills {field} per row
-            from .template import interpolate
+        if not getattr(ns, "over", None):  # --over fills {field} per row
+            if not ns.no_interpolate:
+                from .template import interpolate
 
-            rows, chars = self.defaults.context_rows, self.defaults.context_chars
-            pictures = name in _TEXT_MAGICS
-            prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+                rows, chars = self.defaults.context_rows, self.defaults.context_chars
+                pictures = name in _TEXT_MAGICS
+                prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+            prompt = self._redact(prompt)
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
         from .template import joined
@@ -285,6 +294,16 @@ class GatecellMagics(Magics):
             raise UsageError(f"%{name}: {exc.message}") from None
         return found
 
+    def _redact(self, prompt: Any) -> Any:
+        """``prompt`` as it may leave the notebook: its text through the one redaction, with
+        this session's key (pictures and files go as they are)."""
+        from gatecell.wire.secret import redact
+
+        key = self.session.gateway.api_key
+        if isinstance(prompt, str):
+            return redact(prompt, key)
+        return [redact(item, key) if isinstance(item, str) else item for item in prompt]
+
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
         from gatecell.wire.errors import GatecellError
@@ -327,8 +346,11 @@ class GatecellMagics(Magics):
     # -- conversation --------------------------------------------------------------------
 
     def _chat(self, ns: argparse.Namespace, prompt: Any) -> Any:
+        from .typed import typed_options
+
+        typed = typed_options("chat", ns, self.namespace)  # a bad NAME: one line, nothing sent
         if ns.over:
-            return self._over(ns, prompt)
+            return self._over(ns, prompt, typed)
         prompt = self._context(ns, prompt)
         if not prompt:
             return None
@@ -343,10 +365,10 @@ class GatecellMagics(Magics):
         model = ns.model or self.defaults.model
         with self._serving(ns, model, "model"):
             return self._converse(
-                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv
+                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv, typed=typed
             )
 
-    def _over(self, ns: argparse.Namespace, template: str) -> Any:
+    def _over(self, ns: argparse.Namespace, template: str, typed: dict[str, Any]) -> Any:
         """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
         bar in the cell; a kernel interrupt stops it and the rows done so far are the value."""
         if ns.over not in self.namespace:
@@ -360,7 +382,7 @@ class GatecellMagics(Magics):
         options["model"] = ns.model or self.defaults.model
         options["api"] = ns.api or self.defaults.api
         options["system"] = ns.system or self.defaults.system or None
-        return self.session.gateway.map(template, self.namespace[ns.over], **options)
+        return self.session.gateway.map(template, self.namespace[ns.over], **options, **typed)
 
     def _reason(self, ns: argparse.Namespace, prompt: Any) -> Any:
         prompt = self._context(ns, prompt)
@@ -378,7 +400,7 @@ class GatecellMagics(Magics):
         cells, error = getattr(ns, "cells", None), getattr(ns, "error", False)
         if not cells and not error:
             return prompt
-        from .context import EXPLAIN, last_error, recent_cells, redact
+        from .context import EXPLAIN, last_error, recent_cells
 
         rows, chars = self.defaults.context_rows, self.defaults.context_chars
         parts = [recent_cells(self.shell, cells, rows=rows, chars=chars)] if cells else []
@@ -388,7 +410,7 @@ class GatecellMagics(Magics):
                 print("no error to explain yet: run the cell that fails first (nothing was sent)")
                 return ""
             parts.append(found)
-        context = redact("\n\n".join(p for p in parts if p), self.session.gateway.api_key)
+        context = self._redact("\n\n".join(p for p in parts if p))
         question = prompt or EXPLAIN
         if not context:
             return question
@@ -408,22 +430,23 @@ class GatecellMagics(Magics):
         *,
         conv: Any = None,
         effort: str | None = None,
+        typed: dict[str, Any] | None = None,
     ) -> Any:
         from gatecell.wire.errors import StreamError
-        from gatecell.wire.secret import redact
 
         from .display import LiveMarkdown, provenance, rich_output
         from .values import Text
 
-        key = self.session.gateway.api_key
-        # what left the notebook, as shown and kept: the text redacted, pictures and files as they are
-        sent = redact(prompt, key) if isinstance(prompt, str) else [_redacted(p, key) for p in prompt]
+        sent = prompt  # what left the notebook, as shown and kept: redacted already (`_run`, `_context`)
         if getattr(ns, "show_prompt", False):
             from .display import show_prompt
 
             show_prompt(sent)
-        stream = not ns.no_stream
-        result = _send(self.session.gateway, api, model, messages, ns, stream=stream, effort=effort)
+        stream = not ns.no_stream and not typed  # a typed answer is read whole
+        sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
+        result: Any = self.session.gateway.converse(
+            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {})
+        )
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
         error: BaseException | None = None
         if stream:
@@ -453,10 +476,16 @@ class GatecellMagics(Magics):
                 f", kept in conversation '{conv.name}'" if conv is not None and text else ""
             )
         aside = ("Reasoning summary", reasoning) if reasoning else None
-        live.finish(text, prov=prov, footer=ns.footer, note=note, aside=aside)
+        shown = text
+        if typed:
+            from .typed import shown_typed
+
+            shown, note = shown_typed(result, text, typed["schema"])
+        live.finish(shown, prov=prov, footer=ns.footer, note=note, aside=aside)
         if conv is not None and (text or error is None):
             conv.add(prompt, text, partial=error is not None, prov=prov)
-        value = Text(text, prov, partial=error is not None, reasoning=reasoning).quiet()
+        parsed = {"parsed": result.parsed, "parse_error": result.parse_error} if typed else {}
+        value = Text(text, prov, partial=error is not None, reasoning=reasoning, **parsed).quiet()
         if error is not None:
             self._store(ns, value)
             raise error
@@ -715,35 +744,12 @@ class GatecellMagics(Magics):
     def _cmd_export(self, ns: argparse.Namespace) -> None:
         from .log import export
 
-        export(ns.name, ns.path)
+        export(ns.name, ns.path, force=ns.force)
 
     def _cmd_restore(self, ns: argparse.Namespace) -> None:
         from .log import restore
 
         restore(ns.name, self.session.memory)
-
-
-def _send(
-    gw: Any,
-    api: str,
-    model: str,
-    messages: list[dict[str, Any]],
-    ns: argparse.Namespace,
-    *,
-    stream: bool,
-    effort: str | None,
-) -> Any:
-    """One conversation request in the chosen wire format (a reply, or a stream)."""
-    return gw.converse(
-        api,
-        model,
-        messages,
-        stream=stream,
-        temperature=getattr(ns, "temperature", None),
-        top_p=getattr(ns, "top_p", None),
-        max_tokens=getattr(ns, "max_tokens", None),
-        effort=effort,
-    )
 
 
 def _stripped(prompt: Any) -> list[Any]:
@@ -754,12 +760,6 @@ def _stripped(prompt: Any) -> list[Any]:
     if items and isinstance(items[-1], str):
         items[-1] = items[-1].rstrip()
     return items
-
-
-def _redacted(item: Any, key: Any) -> Any:
-    from gatecell.wire.secret import redact
-
-    return redact(item, key) if isinstance(item, str) else item
 
 
 def _prompt_prov(sent: Any) -> dict[str, Any]:

@@ -99,6 +99,19 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("-j", "--jobs"),
         {"type": int, "metavar": "N", "help": "with --over: requests at once (8, GATECELL_MAP_CONCURRENCY)"},
     ),
+    "schema": (
+        ("--schema",),
+        {
+            "metavar": "NAME",
+            "help": "a typed answer: NAME is a pydantic model class, a TypedDict, a JSON Schema dict, "
+            "an Enum or a list of labels in the notebook; -o VAR's .parsed holds the value (with "
+            "--over: the Batch's .frame)",
+        },
+    ),
+    "choices": (
+        ("--choices",),
+        {"metavar": "A,B,C", "help": "a typed answer: exactly one of these labels (comma separated)"},
+    ),
     "rpm": (("--rpm",), {"type": float, "metavar": "R", "help": "with --over: at most R requests a minute"}),
     "tpm": (("--tpm",), {"type": float, "metavar": "T", "help": "with --over: at most T tokens a minute"}),
     "no_interpolate": (

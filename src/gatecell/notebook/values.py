@@ -54,10 +54,13 @@ class _Shown:
 
 class Text(_Shown, str):
     """A reply's text. ``.partial`` is True when the stream was cut or interrupted;
-    ``.prov`` holds its provenance; ``.reasoning`` a reasoning summary if one came."""
+    ``.prov`` holds its provenance; ``.reasoning`` a reasoning summary if one came; a typed
+    answer's value is ``.parsed`` (None when it did not validate: ``.parse_error`` says why)."""
 
     partial: bool
     reasoning: str | None
+    parsed: Any
+    parse_error: str | None
 
     def __new__(
         cls,
@@ -66,11 +69,15 @@ class Text(_Shown, str):
         *,
         partial: bool = False,
         reasoning: str | None = None,
+        parsed: Any = None,
+        parse_error: str | None = None,
     ) -> Text:
         self = super().__new__(cls, text)
         self.prov = prov or {}
         self.partial = partial
         self.reasoning = reasoning
+        self.parsed = parsed
+        self.parse_error = parse_error
         return self
 
     def _bundle(self) -> dict[str, Any]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from .keys import gateway_address
 from .prices import SOURCES, Price
-from .records import text_of
+from .records import iso, text_of
 from .schema import index_new
 
 __all__ = [
@@ -56,34 +57,60 @@ class CachedReply:
     latency: float | None
 
 
+def _now() -> str:
+    """Now, as the log writes times: a row dated later is no answer (it would win every lookup)."""
+    return iso(time.time())
+
+
 def answer(conn: sqlite3.Connection, key: str) -> CachedReply | None:
-    """The newest complete, error-free, not partial, not itself cached exchange with ``key``."""
+    """The newest complete, error-free, not partial, not itself cached exchange with ``key``,
+    dated no later than now; None when that one's reply was empty (no text, no tool call):
+    an empty reply answers nothing, and the request goes again."""
     row = conn.execute(
         "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
         "FROM exchanges "
         "WHERE cache_key = ? AND cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 "
-        "ORDER BY time DESC, id DESC LIMIT 1",
-        (key,),
+        "AND time <= ? ORDER BY time DESC, id DESC LIMIT 1",
+        (key, _now()),
     ).fetchone()
     if row is None:
         return None
-    text, reasoning, usage, response, request_id, time, endpoint, model, latency = row
+    text, reasoning, usage, response, request_id, at, endpoint, model, latency = row
     try:
         body = _loads(response)
     except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text
         body = None
-    return CachedReply(text, reasoning, _loads(usage), body, request_id, time, endpoint, model, latency)
+    if not text and not _calls_tools(body):
+        return None
+    return CachedReply(text, reasoning, _loads(usage), body, request_id, at, endpoint, model, latency)
+
+
+_TOOL_CALLS = frozenset(("tool_calls", "function_call", "functionCall"))  # chat, generate-content
+_TOOL_BLOCKS = frozenset(("tool_use", "function_call"))  # messages' and responses' items
+
+
+def _calls_tools(body: Any) -> bool:
+    """Whether a reply body holds a tool call, in any of the shapes of WIRE-NOTES."""
+    if isinstance(body, dict):
+        if body.get("type") in _TOOL_BLOCKS:
+            return True
+        return any((k in _TOOL_CALLS and bool(v)) or _calls_tools(v) for k, v in body.items())
+    if isinstance(body, list):
+        return any(_calls_tools(v) for v in body)
+    return False
 
 
 def answer_keys(conn: sqlite3.Connection, limit: int) -> set[str] | None:
-    """The keys of every exchange that can answer (as `answer` picks them), read from the
-    index alone; None when there are more than ``limit``."""
+    """The keys of every exchange that may answer (as `answer` picks them, but for the reply
+    being empty: `answer` tells), read from the index alone; None when there are more than
+    ``limit``."""
     keys = {
         key
         for (key,) in conn.execute(
             "SELECT DISTINCT cache_key FROM exchanges INDEXED BY exchanges_answers "
-            "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 LIMIT ?",
-            (limit + 1,),
+            "WHERE cache_key IS NOT NULL AND error IS NULL AND partial = 0 AND cached = 0 AND time <= ? "
+            "LIMIT ?",
+            (_now(), limit + 1),
         )
     }
     return keys if len(keys) <= limit else None
@@ -96,7 +123,8 @@ _EXCHANGE_FIELDS = ", ".join(
     for name in (
         "id time endpoint model api gateway params_json prompt messages_json response reasoning "
         "prompt_tokens completion_tokens reasoning_tokens total_tokens latency status error request_id "
-        "conversation notebook cached partial media_type media_size media_sha256 cost cost_source"
+        "conversation notebook cached partial media_type media_size media_sha256 schema_name parsed_json "
+        "cost cost_source"
     ).split()
 )
 _TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens")
@@ -130,6 +158,8 @@ def _exchange(row: sqlite3.Row) -> dict[str, Any]:
             if row["media_sha256"]
             else None
         ),
+        "schema": row["schema_name"],
+        "parsed": _loads(row["parsed_json"]),
         "cost": row["cost"],
         "cost_source": row["cost_source"],
     }

@@ -3,6 +3,12 @@
 The caller's side (`ExchangeEntry`, `JobEntry`) only keeps references: building one costs a
 few microseconds. Everything that costs more (JSON, redaction, hashing, reading usage in its
 several shapes) happens here, in the writer thread.
+
+Every text column goes through `gatecell.wire.secret.redact` (the entry's secrets, the
+process's keys, key shapes, credentials), the JSON ones after decoding (`redact_json`): a key
+a gateway sent as ``\\u`` escapes is masked too, and the cache, which replays what is stored,
+replays it masked. Only the columns gatecell computes itself (time, cache key, sizes,
+digests) are left as they are.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from pydantic_core import to_json
 
 from gatecell.wire.apis import api_of
 from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
-from gatecell.wire.secret import Secret, redact
+from gatecell.wire.secret import Secret, redact, redact_json, suspect
+from gatecell.wire.structured import instruction
 
 from .keys import cache_key, gateway_address
 
@@ -67,6 +74,8 @@ class ExchangeEntry:
     media_type: str | None
     log_media: bool
     secrets: Secrets
+    schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
+    parsed_json: str | None = None  # and the value read from it, as JSON
     cost: float | None = None
     cost_source: str | None = None
 
@@ -245,34 +254,45 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
 EXCHANGE_COLUMNS = tuple(
     "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
     "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
-    "notebook cached partial cache_key media_type media_size media_sha256 media response_json cost "
-    "cost_source".split()
+    "notebook cached partial cache_key media_type media_size media_sha256 media response_json "
+    "schema_name schema_json parsed_json cost cost_source".split()
 )
 JOB_COLUMNS = tuple(
     "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
 )
 
 
-_EXCHANGE_TEXTS = tuple(
-    EXCHANGE_COLUMNS.index(name)
-    for name in (
-        "endpoint params_json prompt messages_json response reasoning usage_json error request_id "
-        "conversation notebook response_json"
-    ).split()
+def _columns(columns: tuple[str, ...], names: str) -> tuple[int, ...]:
+    return tuple(columns.index(name) for name in names.split())
+
+
+_EXCHANGE_TEXTS = _columns(
+    EXCHANGE_COLUMNS,
+    "endpoint model api gateway prompt response reasoning error request_id conversation notebook media_type "
+    "schema_name",
 )
-_JOB_TEXTS = tuple(JOB_COLUMNS.index(name) for name in "job_id prompt error notebook body_json".split())
+_EXCHANGE_JSON = _columns(
+    EXCHANGE_COLUMNS, "params_json messages_json usage_json response_json schema_json parsed_json"
+)
+_JOB_TEXTS = _columns(JOB_COLUMNS, "gateway kind job_id model prompt state error notebook")
+_JOB_JSON = _columns(JOB_COLUMNS, "body_json")
 
 
-def _redacted(row: list[Any], texts: tuple[int, ...], secrets: Secrets) -> tuple[Any, ...]:
-    """``row`` with every text (the columns ``texts``) redacted: the entry's own secrets, and
-    anything shaped like a key. One case-folded scan of all of them comes first: a row that
-    holds neither, as almost every row does, is kept as it is."""
-    folded = "\0".join(row[i] for i in texts if row[i]).casefold()
-    keys = [s.reveal() if isinstance(s, Secret) else s for s in secrets if s]
-    if "sk-" in folded or any(key.casefold() in folded for key in keys):
-        for i in texts:
-            if row[i]:
-                row[i] = redact(row[i], *secrets)
+def _redacted(
+    row: list[Any], texts: tuple[int, ...], jsons: tuple[int, ...], secrets: Secrets
+) -> tuple[Any, ...]:
+    """``row`` with every text (the columns ``texts``, and the JSON ones ``jsons`` decoded)
+    redacted. One test of all of them joined comes first: a row with nothing to mask, as
+    almost every row is, is kept as it is."""
+    joined = "\0".join(v for i in (*texts, *jsons) if isinstance(v := row[i], str))
+    if "\\u" not in joined and "\\/" not in joined and not suspect(joined, *secrets):
+        return tuple(row)
+    for i in texts:
+        if isinstance(row[i], str):
+            row[i] = redact(row[i], *secrets)
+    for i in jsons:
+        if isinstance(row[i], str):
+            row[i] = redact_json(row[i], *secrets)
     return tuple(row)
 
 
@@ -289,6 +309,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         if messages is not None and not e.log_media:
             messages = _without_bytes(messages)
     prompt = e.prompt if e.prompt is not None else _prompt_of(body)
+    if e.schema is not None and prompt:  # the user's prompt; the instruction is in messages_json
+        prompt = prompt.removesuffix("\n\n" + instruction(e.schema))
     error = e.error
     if error is None and e.status is not None and e.status >= 400:
         error = f"HTTP {e.status}"
@@ -327,10 +349,11 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media_sha,
         media,
         response if isinstance(response, str) else _json(response),
+        *((None, None, None) if e.schema is None else (e.schema.name, e.schema.json_text, e.parsed_json)),
         e.cost,
         e.cost_source if e.cost is not None else None,
     ]
-    return _redacted(row, _EXCHANGE_TEXTS, e.secrets)
+    return _redacted(row, _EXCHANGE_TEXTS, _EXCHANGE_JSON, e.secrets)
 
 
 def job_row(j: JobEntry) -> tuple[Any, ...]:
@@ -351,4 +374,4 @@ def job_row(j: JobEntry) -> tuple[Any, ...]:
         at,
         body,
     ]
-    return _redacted(row, _JOB_TEXTS, j.secrets)
+    return _redacted(row, _JOB_TEXTS, _JOB_JSON, j.secrets)

@@ -1,5 +1,9 @@
 """The store's records as terminal text and JSON lines: what ``gatecell logs``, ``usage``
-and ``jobs`` print (and what the notebook's ``%gatecell log`` can show)."""
+and ``jobs`` print (and what the notebook's ``%gatecell log`` can show).
+
+What the log holds came from gateways and models: every text made here for a terminal or a
+file goes through `gatecell.wire.terminal.printable`, so control sequences in it are shown
+escaped, never obeyed (a JSON line keeps its escapes valid JSON)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from gatecell.wire.errors import InvalidRequest, echo
+from gatecell.wire.terminal import printable
 
 from .queries import StoredJob, UsageRow
 from .records import iso
@@ -30,7 +35,7 @@ def json_line(record: Any) -> str:
     """One record as one line of JSON (dataclasses as objects, non-ASCII kept)."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
         record = dataclasses.asdict(record)
-    return json.dumps(record, ensure_ascii=False, default=str)
+    return printable(json.dumps(record, ensure_ascii=False, default=str))
 
 
 def since_value(text: str) -> str:
@@ -79,6 +84,13 @@ def exchange_text(row: dict[str, Any]) -> str:
         lines += ["### Error", "", row["error"], ""]
     if row["response"] is not None or not row["error"]:
         lines += ["### Response", "", row["response"] or "", ""]
+    if row.get("schema"):
+        value = (
+            json.dumps(row["parsed"], ensure_ascii=False)
+            if row["parsed"] is not None
+            else "(none: it did not validate)"
+        )
+        lines += [f"### Parsed as {row['schema']}", "", value, ""]
     if row["media"]:
         media = row["media"]
         lines += [
@@ -92,10 +104,11 @@ def exchange_text(row: dict[str, Any]) -> str:
     ]
     if any(facts):
         lines.append(" · ".join(f for f in facts if f))
-    return "\n".join(lines).rstrip() + "\n"
+    return printable("\n".join(lines).rstrip() + "\n")
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:

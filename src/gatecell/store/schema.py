@@ -16,7 +16,7 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | api | TEXT | chat, messages, generate-content, responses, image, speech, video, imagine, music, models |
 | gateway | TEXT | the gateway's root address (no user, password or query); ``local`` for the local gateway |
 | params_json | TEXT | the request body less model, prompt and messages: temperature, top_p, max_tokens, ... |
-| prompt | TEXT | the prompt: the last user message, the ``input`` or the ``prompt`` |
+| prompt | TEXT | the prompt: the last user message, ``input`` or ``prompt`` (less a typed instruction) |
 | messages_json | TEXT | the messages (or contents, or input list) as sent |
 | response | TEXT | the reply text (a streamed reply once complete, or as far as it came) |
 | reasoning | TEXT | the reasoning summary, when the reply had one |
@@ -39,6 +39,9 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | media_sha256 | TEXT | media replies: sha256 of the bytes |
 | media | BLOB | media replies: the bytes, only when ``GATECELL_LOG_MEDIA=1`` |
 | response_json | TEXT | the raw reply body, to answer again from the cache (media bodies only with media) |
+| schema_name | TEXT | a typed answer's schema: its name (a model class's, ``choice`` for labels...) |
+| schema_json | TEXT | and its JSON Schema |
+| parsed_json | TEXT | the value read from the answer, as JSON; NULL when it did not validate |
 | cost | REAL | what the exchange cost, in US dollars, when known (``cost_source`` says who said) |
 | cost_source | TEXT | ``gateway`` (its answer), ``model-info`` (its model info), ``prices`` (the user's) |
 
@@ -262,7 +265,6 @@ def _costs(conn: sqlite3.Connection) -> None:
     )
 
 
-# 4 is the typed answers' step (another branch's, the same here until they meet).
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _tables,
     _search,

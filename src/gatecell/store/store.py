@@ -25,6 +25,11 @@ not a database turns the store off (`record_exchange`, `record_job` and `lookup`
 so once per process and file, in one line on stderr; entries it drops count as done, so no
 one waits for them. The queries (`logs`, `usage`, ...) raise `StoreError` instead, since
 their caller asked for the data.
+
+The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
+a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
+another user, one others may write, or a symbolic link is never used (`gatecell.wire.private`):
+the store is off, said in one line, as for any other fault.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from typing import Any
 
 from gatecell.wire.apis import CACHEABLE, api_of
 from gatecell.wire.errors import GatecellError
+from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
 from gatecell.wire.secret import Secret
 
 from . import queries
@@ -96,9 +102,14 @@ class StoreError(GatecellError):
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection to the store at ``path`` (made if missing): WAL, busy timeout,
-    ``synchronous=NORMAL``, schema brought forward. Autocommit mode: transactions are explicit."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the log is private: prompts, replies
+    """A connection to the store at ``path`` (made if missing, 0600 in a 0700 folder): WAL,
+    busy timeout, ``synchronous=NORMAL``, schema brought forward. Autocommit mode:
+    transactions are explicit. `Untrusted` when the folder or a file is not this user's alone
+    (SQLite makes its ``-wal`` and ``-shm`` files with the database's mode)."""
+    private_folder(path.parent)
+    create_private(path)
+    for suffix in ("-wal", "-shm", "-journal"):
+        private_file(f"{path}{suffix}")
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
     try:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -118,6 +129,8 @@ def _busy(exc: sqlite3.Error) -> bool:
 
 def _reason(path: Path, exc: BaseException) -> str:
     """Why the store stopped, in words a user can act on."""
+    if isinstance(exc, Untrusted):
+        return f"cannot use {path}: {exc}; set GATECELL_HOME to a folder of your own"
     text = str(exc) or type(exc).__name__
     if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return f"{path} is not a usable SQLite database ({text}); move it away to start a new log"
@@ -223,6 +236,8 @@ class Store:
         log_media: bool | None = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
+        schema: Any = None,
+        parsed_json: str | None = None,
         cost: float | None = None,
         cost_source: str | None = None,
     ) -> int | None:
@@ -238,8 +253,10 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
-        ``cost`` is what it cost in US dollars, and ``cost_source`` who said (`prices.SOURCES`;
-        see `pricing`).
+        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
+        the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
+        model instance waits for the writer). ``cost`` is what it cost in US dollars, and
+        ``cost_source`` who said (`prices.SOURCES`; see `pricing`).
         """
         if not self.log_enabled or self.off is not None:
             return None
@@ -269,6 +286,8 @@ class Store:
                 media_type,
                 self.log_media if log_media is None else log_media,
                 secrets,
+                schema,
+                parsed_json,
                 cost,
                 cost_source,
             )
@@ -713,7 +732,7 @@ class _Checkpointer:
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert exchanges many rows a statement: ``executemany`` hands the interpreter lock back
+    """Insert exchanges `_ROWS_PER_INSERT` rows a statement: ``executemany`` hands the interpreter lock back
     and forth once a row, and each time the caller's thread may be kept waiting for it."""
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]

@@ -62,6 +62,7 @@ __all__ = [
     "of_url",
     "sniff",
     "size_text",
+    "FILE_SUFFIXES",
     "MIN_SIDE",
     "PHOTO_PIXELS",
 ]
@@ -111,6 +112,9 @@ _TEXT_SUFFIXES = {
     ".tex": "latex",
     ".log": "",
 }
+FILE_SUFFIXES = frozenset({*PICTURE_SUFFIXES, ".pdf", *_TEXT_SUFFIXES})
+"""The suffixes of the files `load` takes by their name (a file picker's ``accept``); other
+pictures Pillow reads, and UTF-8 text of any name, are taken too."""
 _URL = re.compile(r"https?://[^\s]+", re.I)
 
 
@@ -353,14 +357,7 @@ def load(source: str | os.PathLike[str], *, chars: int | None = None) -> Attachm
         raise InvalidRequest("attachment", f"{shown}: no such file")
     if not path.is_file():
         raise InvalidRequest("attachment", f"{shown}: not a file")
-    cap = env_number(None, "GATECELL_FILE_MAX_BYTES", 32 * 2**20)
-    size = path.stat().st_size
-    if size > cap:
-        raise InvalidRequest(
-            "attachment",
-            f"{shown}: {size_text(size)}, over the {size_text(cap)} a file may have "
-            "(GATECELL_FILE_MAX_BYTES)",
-        )
+    _within_cap(shown, path.stat().st_size)  # before reading it
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -369,9 +366,11 @@ def load(source: str | os.PathLike[str], *, chars: int | None = None) -> Attachm
 
 
 def from_data(data: bytes, *, name: str | None = None, chars: int | None = None) -> Attachment:
-    """The bytes of a file (``name`` is its file name) as an attachment: a picture, a PDF or
-    text; anything else is an error naming it."""
+    """The bytes of a file (``name`` is its file name, never read as a path) as an
+    attachment: a picture, a PDF or text; anything else, or bytes over
+    ``GATECELL_FILE_MAX_BYTES``, is an error naming it."""
     label = name or "the file"
+    _within_cap(label, len(data))
     if sniff(data):
         return _from_bytes(data, f"file {name}" if name else "bytes", name)
     if data.startswith(b"%PDF-"):
@@ -404,6 +403,21 @@ def from_data(data: bytes, *, name: str | None = None, chars: int | None = None)
     raise InvalidRequest(
         "attachment", f"{label}: not a picture, a PDF or text, so it has no form a prompt can hold"
     )
+
+
+def file_cap() -> int:
+    """The most bytes a file put in a prompt may have (``GATECELL_FILE_MAX_BYTES``, 32 MiB)."""
+    return env_number(None, "GATECELL_FILE_MAX_BYTES", 32 * 2**20)
+
+
+def _within_cap(shown: str, size: int) -> None:
+    cap = file_cap()
+    if size > cap:
+        raise InvalidRequest(
+            "attachment",
+            f"{shown}: {size_text(size)}, over the {size_text(cap)} a file may have "
+            "(GATECELL_FILE_MAX_BYTES)",
+        )
 
 
 def of_url(url: str) -> Attachment:
@@ -450,7 +464,7 @@ def _from_bytes(data: bytes, source: str, name: str | None = None) -> Attachment
     try:
         image = Image.open(io.BytesIO(data))
         width, height = image.size
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise InvalidRequest("attachment", f"{name or source}: not a readable picture ({exc})") from None
     max_side, max_bytes = _limits()
     media_type = sniff(data) or Image.MIME.get(image.format or "", "image/png")
@@ -479,7 +493,7 @@ def _other_picture(data: bytes, name: str | None) -> Attachment | None:
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
-    except (UnidentifiedImageError, OSError, ValueError):
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return None
     return _encode(image, f"file {name}" if name else "bytes", name)
 

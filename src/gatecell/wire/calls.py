@@ -38,6 +38,8 @@ from .schemas import ChatCompletion, usage_of
 from .secret import Secret, protect_logs
 from .settings import Settings, env_flag, env_number, split_query
 from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
+from .structured import Support
+from .typed_calls import Typed, read_answer, typed_call
 
 __all__ = ["Calls", "Options", "Hooks", "Outcome", "Parse", "JSON_CAP", "MEDIA_CAP", "USER_AGENT"]
 
@@ -187,8 +189,9 @@ class Calls:
     **Parameters:** ``base_url`` (the root address, see `settings.root_url`) and ``api_key``;
     or, with ``base_url`` None, ``locate``: called on the first request for the `Settings`
     to use (the façade starts the local gateway there, not when a client is made).
-    ``options``: `Options`; ``router``: which models go to /v1/responses (shared by the
-    clients made from this one); ``hooks``: see `Hooks`.
+    ``options``: `Options`; ``router``: which models go to /v1/responses, ``support``:
+    which take a schema natively (`structured.Support`; both shared by the clients made
+    from this one); ``hooks``: see `Hooks`.
     """
 
     _chat_stream: type[ChatStream] | type[AsyncChatStream]
@@ -204,9 +207,11 @@ class Calls:
         router: Router | None = None,
         reasoning_patterns: list[PatternLike] | None = None,
         hooks: Hooks | None = None,
+        support: Support | None = None,
     ) -> None:
         self.options = options or Options.resolve()
         self.router = router or Router(reasoning_patterns)
+        self.support = support or Support()
         self.hooks = hooks or _NO_HOOKS
         self._base_url: str | None = None
         self._query = ""
@@ -337,6 +342,8 @@ class Calls:
                 if call.stream and not _is_sse(response) and not response.is_closed:
                     yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
+            if call.schema is not None:
+                read_answer(result, call.schema)  # before the hooks hear of it: the log keeps the value
         except TransportError as exc:  # reading an unexpected whole body broke
             failure = connection_error(exc, call.method, call.path)
         except GatecellError as error:
@@ -349,7 +356,7 @@ class Calls:
         if self.litellm and not self._model_info_asked:
             self._model_info_asked = True
             if self.hooks.wants_model_info():
-                self.hooks.model_info((yield from self._model_info()))
+                self.hooks.model_info((yield from self._model_metadata()))
         if isinstance(result, Stream):
             result.on_end = lambda stream, error: self._ended(
                 Outcome(call, stream, error, meta, not stream.complete, note=note)
@@ -366,16 +373,6 @@ class Calls:
         streams ask for their usage from now on (its last usage chunk says what it cost)."""
         if any(name.startswith("x-litellm-") for name in headers):
             self.litellm = self.usage_known = True
-
-    def _model_info(self) -> Program[Any]:
-        """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it is
-        no exchange of the user's); None for any failure."""
-        call = Call("GET", "/model/info", logged=False)
-        try:
-            response, _ = yield from exchange(self._build, call, RetryPolicy(max_retries=0), self.api_key)
-            return json_body(response.content)
-        except GatecellError:
-            return None
 
     def _ended(self, outcome: Outcome) -> Pending | None:
         """Where every call's outcome arrives: the hooks hear of it (they must never cost
@@ -411,10 +408,10 @@ class Calls:
             raise error
         return body
 
-    def _chat(self, request: schemas.ChatRequest) -> Program[Any]:
+    def _chat(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
         if not self.router.wants_responses(request.model):
             try:
-                return (yield from self._chat_completions(request))
+                return (yield from self._chat_completions(request, schema))
             except APIError as error:
                 if not self.router.is_refusal(error):
                     raise
@@ -424,10 +421,12 @@ class Calls:
                     request.model,
                     error.message,
                 )
-        return (yield from self._chat_responses(request))
+        return (yield from self._chat_responses(request, schema))
 
-    def _chat_completions(self, request: schemas.ChatRequest) -> Program[Any]:
-        call = Call("POST", "/v1/chat/completions", _dump(request), request.stream, request.model)
+    def _chat_completions(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+        call = Call(
+            "POST", "/v1/chat/completions", _dump(request), request.stream, request.model, schema=schema
+        )
         return self._call(
             call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion
         )
@@ -457,9 +456,11 @@ class Calls:
         completion._meta = meta
         return completion
 
-    def _chat_responses(self, request: schemas.ChatRequest) -> Program[Any]:
+    def _chat_responses(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
         body = to_responses(request.model_dump(exclude_none=True))
-        call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
+        call = Call(
+            "POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model, schema=schema
+        )
         parse = (
             self._opener(ResponsesDecoder, self._chat_stream)
             if request.stream
@@ -499,6 +500,31 @@ class Calls:
             return stream_cls(response, decoder, meta)
 
         return parse
+
+    # -- typed answers ----------------------------------------------------------------------
+
+    def _typed(
+        self,
+        api: str,
+        model: str,
+        data: dict[str, Any],
+        typed: Typed,
+        validate: Callable[[dict[str, Any]], Any],
+        send: Callable[[Any, Any], Program[Any]],
+    ) -> Program[Any]:
+        """The rounds of a typed call (`typed_calls.typed_call`) with this client's support."""
+        return typed_call(api, model, data, typed, self.support, self._model_metadata, validate, send)
+
+    def _model_metadata(self) -> Program[Any]:
+        """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it
+        is no exchange of the user's); None for any failure: a gateway without it teaches
+        nothing."""
+        call = Call("GET", "/model/info", logged=False)
+        try:
+            response, _ = yield from exchange(self._build, call, RetryPolicy(max_retries=0), self.api_key)
+        except GatecellError:
+            return None
+        return json_body(response.content)
 
     def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program[Any]:
         return self._call(call, self._opener(decoder_cls, self._text_stream) if call.stream else self._reply)

@@ -11,6 +11,7 @@ a coroutine of one, `Programs.chat` a program.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
@@ -24,6 +25,7 @@ from .exchange import Call, Program
 from .jobs import wait_program
 from .results import Job
 from .streams import ChatStream, TextStream
+from .typed_calls import Typed, typed_request
 
 __all__ = ["Endpoints", "Programs", "Messages"]
 
@@ -60,6 +62,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Completion: ...
@@ -98,6 +103,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
@@ -105,8 +113,11 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
 
         A reasoning model goes to /v1/responses instead (SPEC 4 note 3); the answer is still
         a `ChatCompletion` (or a stream of its text). With ``stream_usage`` a stream asks for
-        its token usage. On `AsyncGateway`, await it.
+        its token usage. With ``schema`` or ``choices``, a typed answer: ``.parsed`` (see
+        `typed_calls`; ``repairs`` rounds at most for an answer that does not validate). On
+        `AsyncGateway`, await it.
         """
+        typed = typed_request(schema, choices, repairs, stream)
         data: dict[str, Any] = {
             "model": model,
             "messages": with_parts("chat", messages),
@@ -117,8 +128,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if stream and self._asks_usage():
             data["stream_options"] = {"include_usage": True}
-        request = self._request(schemas.ChatRequest, self.chat, data, fields, extra_body)
-        return self._run(self._chat(request))
+        body = self._body(schemas.ChatRequest, self.chat, data, fields, extra_body)
+        return self._run(self._conversation("chat", model, schemas.ChatRequest, body, typed, self._chat))
 
     @overload
     def messages(
@@ -128,6 +139,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -160,20 +174,28 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         max_tokens: int = 1024,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
-        """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`."""
+        """Native messages endpoint: a `Reply` (``.text`` recognised), or a `TextStream`;
+        ``schema``, ``choices``, ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         data = {
             "model": model,
             "messages": with_parts("messages", messages),
             "max_tokens": max_tokens,
             "stream": stream,
         }
-        request = self._request(schemas.MessagesRequest, self.messages, data, fields, extra_body)
-        return self._run(
-            self._native(Call("POST", "/v1/messages", _dump(request), stream, model), MessagesDecoder)
-        )
+        body = self._body(schemas.MessagesRequest, self.messages, data, fields, extra_body)
+
+        def send(request: schemas.MessagesRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", "/v1/messages", _dump(request), stream, model, schema=schema)
+            return self._native(call, MessagesDecoder)
+
+        return self._run(self._conversation("messages", model, schemas.MessagesRequest, body, typed, send))
 
     @overload
     def generate_content(
@@ -182,6 +204,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -211,27 +236,35 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         contents: str | Messages,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
         """Native generate-content; ``contents`` may be a plain prompt. The key travels in
-        ``x-goog-api-key`` here (SPEC 5), and the model in the path."""
+        ``x-goog-api-key`` here (SPEC 5), and the model in the path. ``schema``, ``choices``,
+        ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         if not isinstance(model, str) or not model.strip():
             raise InvalidRequest("model", "must not be empty")
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
         data = {"contents": with_parts("generate-content", contents)}
-        request = self._request(
-            schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body
-        )
+        body = self._body(schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body)
         name = quote(model.removeprefix("models/"), safe="-._~@")
         path = (
             f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
             if stream
             else f"/v1beta/models/{name}:generateContent"
         )
-        call = Call("POST", path, _dump(request), stream, model, auth="goog")
-        return self._run(self._native(call, GenerateContentDecoder))
+
+        def send(request: schemas.GenerateContentRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", path, _dump(request), stream, model, auth="goog", schema=schema)
+            return self._native(call, GenerateContentDecoder)
+
+        request_model = schemas.GenerateContentRequest
+        return self._run(self._conversation("generate-content", model, request_model, body, typed, send))
 
     @overload
     def responses(
@@ -241,6 +274,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: Literal[False] = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> _Reply: ...
@@ -273,10 +309,15 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         effort: str | None = None,
         stream: bool = False,
         *,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
         extra_body: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> Any:
-        """The responses endpoint (reasoning models): a `Reply` with ``.text`` and ``.reasoning``."""
+        """The responses endpoint (reasoning models): a `Reply` with ``.text`` and
+        ``.reasoning``; ``schema``, ``choices``, ``repairs``: as `chat`."""
+        typed = typed_request(schema, choices, repairs, stream)
         data: dict[str, Any] = {
             "model": model,
             "input": with_parts("responses", input) if isinstance(input, list) else input,
@@ -284,10 +325,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
-        request = self._request(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
-        return self._run(
-            self._native(Call("POST", "/v1/responses", _dump(request), stream, model), ResponsesDecoder)
-        )
+        body = self._body(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
+
+        def send(request: schemas.ResponsesRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", "/v1/responses", _dump(request), stream, model, schema=schema)
+            return self._native(call, ResponsesDecoder)
+
+        return self._run(self._conversation("responses", model, schemas.ResponsesRequest, body, typed, send))
 
     @overload
     def converse(
@@ -301,6 +345,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
     ) -> _Completion | _Reply: ...
     @overload
     def converse(
@@ -339,14 +386,20 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        schema: Any = None,
+        choices: Any = None,
+        repairs: int = 1,
     ) -> Any:
         """One conversation (chat-style ``messages``: system and turns) on the text API named
         by ``api``: "chat", "messages", "generate-content" or "responses" (see `conversation`).
-        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams."""
+        The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams;
+        ``schema``, ``choices``, ``repairs``: as `chat`."""
         method, arguments = for_api(
             api, model, messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, effort=effort
         )
-        return getattr(self, method)(stream=stream, **arguments)
+        return getattr(self, method)(
+            stream=stream, schema=schema, choices=choices, repairs=repairs, **arguments
+        )
 
     # -- media ------------------------------------------------------------------------
 
@@ -472,18 +525,46 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> schemas.R:
         """The validated request: the method's arguments, the body fields it may take, and
         ``extra_body`` as it is."""
+        return schemas.validate(model, Endpoints._body(model, method, data, fields, extra_body))
+
+    @staticmethod
+    def _body(
+        model: type[schemas.RequestModel],
+        method: Callable[..., Any],
+        data: dict[str, Any],
+        fields: dict[str, Any],
+        extra_body: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """`_request`'s body, not validated yet: a keyword argument the endpoint does not
+        take is refused here."""
         if fields:
             schemas.refuse_unknown(model, method, fields)
             data.update(fields)
         if extra_body:
             data.update(extra_body)
-        return schemas.validate(model, data)
+        return data
+
+    def _conversation(
+        self,
+        api: str,
+        model: str,
+        request_model: type[schemas.RequestModel],
+        body: dict[str, Any],
+        typed: Typed | None,
+        send: Callable[[Any, Any], Program[Any]],
+    ) -> Program[Any]:
+        """The program of a text endpoint: ``send(request, schema)`` of the body validated
+        now; with ``typed``, the rounds of a typed call (`typed_calls.typed_call`), each
+        round's body validated as the program makes it."""
+        if typed is None:
+            return send(schemas.validate(request_model, body), None)
+        return self._typed(api, model, body, typed, functools.partial(schemas.validate, request_model), send)
 
     # -- other runs -----------------------------------------------------------------------
 
     def programs(self, *, max_retries: int | None = None, hooks: Hooks | None = None) -> Programs:
         """These endpoints returning their programs unrun, for a driver of the caller's own
-        (the batch engine's): the same gateway, key, options and router, and ``hooks``
+        (the batch engine's): the same gateway, key, options, router and support, and ``hooks``
         (none by default: such a caller logs and caches in its own way)."""
         options = self.options
         if max_retries is not None:
@@ -494,6 +575,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             options=options,
             router=self.router,
             hooks=hooks,
+            support=self.support,
         )
         programs.usage_known = self.usage_known
         return programs

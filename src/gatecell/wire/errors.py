@@ -2,9 +2,10 @@
 what a gateway's error answers become.
 
 Every error prints as one readable line: what failed, the status, and the gateway's own
-message (with any API key in it masked). The structured parts stay on attributes for code
-that wants them. Any key a gateway echoes is masked before it reaches a message, a body or
-a log line.
+message. The structured parts stay on attributes for code that wants them. Whatever a
+gateway sent (message, code, type, request id) is redacted on its way in
+(`gatecell.wire.secret.redact`: the process's keys in any shape, other services' keys,
+credentials), and so is every error's ``str`` and ``repr``, whoever wrote its text.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ __all__ = [
 class GatecellError(Exception):
     """Base class of every gatecell error."""
 
+    def __str__(self) -> str:
+        return redact(super().__str__())
+
+    def __repr__(self) -> str:
+        return redact(super().__repr__())
+
 
 class ConfigError(GatecellError, ValueError):
     """A setting is missing or malformed (no gateway address, a variable that is not a
@@ -86,13 +93,13 @@ class APIError(GatecellError):
         body: Any = None,
         hint: str | None = None,
     ) -> None:
-        self.message = message
+        self.message = redact(message)
         self.status = status
         self.method = method
         self.path = path
-        self.code = code
-        self.type = type
-        self.request_id = request_id
+        self.code = redact(code) if code else code
+        self.type = redact(type) if type else type
+        self.request_id = redact(request_id) if request_id else request_id
         self.body = body
         self.hint = hint
         super().__init__(self._line())

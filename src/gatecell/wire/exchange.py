@@ -148,7 +148,8 @@ Program = Generator[Command, Any, T]
 @dataclass(frozen=True)
 class Call:
     """What to send. ``body`` is already JSON bytes: serialising is the caller's business.
-    ``media`` marks an answer that is media bytes, which may be larger than JSON."""
+    ``media`` marks an answer that is media bytes, which may be larger than JSON; ``schema``
+    (a `structured.Schema`) what a typed answer must be (see `typed_calls`)."""
 
     method: str
     path: str
@@ -160,6 +161,7 @@ class Call:
     # A row of its own in the log; a job poll or a media download is not one (the job's
     # record keeps what a poll says).
     logged: bool = True
+    schema: Any = None
 
 
 # -- retries --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ no cap could bound.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator, ItemsView, Iterable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
@@ -314,29 +315,40 @@ _REQUEST_ID_HEADERS = (
 
 
 def request_id_of(headers: Mapping[str, str]) -> str | None:
-    """The gateway's request id, under whichever header name it uses."""
+    """The gateway's request id, under whichever header name it uses, redacted: it is shown
+    in errors and footers, saved with notebooks and logged, and a gateway may put anything
+    there, the client's own key too (issue 20)."""
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
-            return value
+            from .secret import redact
+
+            return redact(value)
     return None
 
 
+def _seconds(value: str, scale: float) -> float | None:
+    try:
+        seconds = float(value) / scale
+    except ValueError:
+        return None
+    return None if math.isnan(seconds) else max(seconds, 0.0)
+
+
 def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait a response asks for, in seconds, or None. ``now`` is a Unix time (for tests)."""
+    """The wait a response asks for, in seconds (``inf`` for an endless one: whoever waits
+    caps it), or None when it asks none that reads as a number or a date (``nan`` does not).
+    ``now`` is a Unix time (for tests)."""
     ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000, 0.0)
-        except ValueError:
-            pass
+    seconds = _seconds(ms, 1000.0) if ms is not None else None
+    if seconds is not None:
+        return seconds
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value, 1.0)
+    if seconds is not None:
+        return seconds
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

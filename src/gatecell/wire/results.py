@@ -367,10 +367,17 @@ def reply_reasoning(body: Any) -> str | None:
 
 @dataclass
 class Reply:
-    """A native reply (messages, generate-content, responses): raw JSON plus recognised parts."""
+    """A native reply (messages, generate-content, responses): raw JSON plus recognised parts.
+
+    Asked for a typed answer (``schema=`` or ``choices=``), ``parsed`` is the validated value
+    (None when the answer never validated, and ``parse_error`` says why in one line); both
+    are None when no schema was asked.
+    """
 
     raw: Any
     meta: ResponseMeta | None = None
+    parsed: Any = None
+    parse_error: str | None = None
 
     @property
     def text(self) -> str | None:

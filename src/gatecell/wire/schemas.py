@@ -565,7 +565,12 @@ class Choice(BaseModel):
 
 
 class ChatCompletion(BaseModel):
-    """SPEC 2.3. Extra fields a gateway sends (``system_fingerprint``...) are kept."""
+    """SPEC 2.3. Extra fields a gateway sends (``system_fingerprint``...) are kept.
+
+    Asked for a typed answer (``schema=`` or ``choices=``), ``parsed`` is the validated value
+    (None when the answer never validated, and ``parse_error`` says why in one line); both
+    are None when no schema was asked.
+    """
 
     model_config = ConfigDict(extra="allow")
     id: str = ""
@@ -574,7 +579,16 @@ class ChatCompletion(BaseModel):
     model: str = ""
     choices: list[Choice] = Field(default_factory=list)
     usage: Usage | None = None
+    # A typed answer's value, and why there is none: the client's reading of the answer (see
+    # `typed_calls.read_answer`), never a body's (a gateway's "parsed" is dropped), never dumped.
+    parsed: Any = Field(default=None, exclude=True, repr=False)
+    parse_error: str | None = Field(default=None, exclude=True, repr=False)
     _meta: Any = PrivateAttr(default=None)
+
+    @field_validator("parsed", "parse_error", mode="plain")
+    @classmethod
+    def _not_from_the_body(cls, value: Any) -> None:
+        return None
 
     @property
     def meta(self) -> Any:

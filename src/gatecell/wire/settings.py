@@ -25,6 +25,7 @@ __all__ = [
     "home",
     "env_number",
     "env_flag",
+    "env_choice",
     "ENV_BASE_URL",
     "ENV_API_KEY",
 ]
@@ -117,6 +118,19 @@ def env_number(value: N | None, name: str, default: N) -> N:
     if not (math.isfinite(number) and number >= 0 and (kind == "number" or number.is_integer())):
         raise _config_error(f"{name} must be a non-negative {kind}, got {{}}", raw)
     return type(default)(number)
+
+
+def env_choice(value: str | None, name: str, choices: tuple[str, ...], default: str) -> str:
+    """An explicit choice, else ``name`` (one of ``choices``), else ``default``; a value of
+    the environment that is none of them is a `ConfigError` naming the variable."""
+    if value is not None:
+        return value
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() not in choices:
+        raise _config_error(f"{name} must be one of {', '.join(choices)}; got {{}}", raw)
+    return raw.lower()
 
 
 def env_flag(value: bool | None, name: str, default: bool = False) -> bool:

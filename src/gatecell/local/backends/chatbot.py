@@ -28,7 +28,7 @@ from typing import Any
 from . import Refused
 
 __all__ = [
-    "Answer",
+    "Generated",
     "Turn",
     "answer",
     "compose",
@@ -88,7 +88,9 @@ def text_of(content: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Answer:
+class Generated:
+    """What a stand-in wrote: its tokens, why it stopped, and what the prompt counted."""
+
     tokens: list[str]
     finish_reason: str  # "stop", or "length" when max_tokens cut the reply
     prompt_tokens: int
@@ -107,7 +109,7 @@ def answer(
     system: str | None = None,
     max_tokens: int | None = None,
     attached: Sequence[Sequence[Any]] = (),
-) -> Answer:
+) -> Generated:
     """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length".
     ``attached`` holds the pictures and documents of each turn (`vision.read`), in step
     with ``turns``."""
@@ -120,14 +122,14 @@ def system_of(turns: list[Turn], system: str | None) -> str:
     return "\n".join(text for role, text in turns if role == "system") if system is None else system
 
 
-def cut(text: str, turns: list[Turn], system: str, max_tokens: int | None) -> Answer:
-    """`text` as the `Answer` to `turns`: in tokens, cut at `max_tokens` (finish "length")."""
+def cut(text: str, turns: list[Turn], system: str, max_tokens: int | None) -> Generated:
+    """`text` as the `Generated` to `turns`: in tokens, cut at `max_tokens` (finish "length")."""
     tokens = tokenize(text)
     finish = "stop"
     if max_tokens is not None and len(tokens) > max_tokens:
         tokens, finish = tokens[:max_tokens], "length"
     prompt_tokens = count_tokens(system) + sum(count_tokens(text) for role, text in turns if role != "system")
-    return Answer(tokens, finish, prompt_tokens)
+    return Generated(tokens, finish, prompt_tokens)
 
 
 def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[Any]] = ()) -> str:

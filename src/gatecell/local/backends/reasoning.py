@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .chatbot import Answer, Turn, count_tokens
+from .chatbot import Generated, Turn, count_tokens
 from .typed import Wanted, answer
 
 __all__ = ["EFFORTS", "Thought", "think"]
@@ -24,7 +24,7 @@ EFFORTS = {"none": 0, "minimal": 1, "low": 2, "medium": 4, "high": 8, "xhigh": 1
 @dataclass(frozen=True)
 class Thought:
     summary: str
-    answer: Answer
+    answer: Generated
     reasoning_tokens: int
 
 
@@ -36,7 +36,7 @@ def think(
     wanted: Wanted | None = None,
     attached: Sequence[Sequence[Any]] = (),
 ) -> Thought:
-    """Answer `turns` (with the pictures and documents ``attached`` to them; typed when
+    """Generated `turns` (with the pictures and documents ``attached`` to them; typed when
     `wanted` or the prompt asks: see `typed.answer`) and explain the route taken; `effort`
     must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"

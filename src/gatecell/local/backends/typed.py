@@ -31,7 +31,7 @@ from typing import Any
 from gatecell.wire.structured import instructed
 
 from . import Refused, chatbot
-from .chatbot import Answer, Turn
+from .chatbot import Generated, Turn
 
 __all__ = ["Wanted", "MAX_NODES", "by_chat", "by_responses", "by_generate", "forced_tool", "answer", "fill"]
 
@@ -133,7 +133,7 @@ def answer(
     max_tokens: int | None = None,
     wanted: Wanted | None = None,
     attached: Sequence[Sequence[Any]] = (),
-) -> Answer:
+) -> Generated:
     """`chatbot.answer` (with the pictures and documents ``attached`` to the turns), unless the
     request (`wanted`) or its prompt (the instruction) asks for a typed answer: then that, as
     JSON text (or a bare label)."""

@@ -47,13 +47,13 @@ async def completions(request: Request, req: ChatRequest, data: dict) -> Respons
     return event_stream(_chunks(head, answer, usage if with_usage else None, pace_of(request, rt)))
 
 
-def _answer(req: ChatRequest, wanted: typed.Wanted | None) -> chatbot.Answer:
+def _answer(req: ChatRequest, wanted: typed.Wanted | None) -> chatbot.Generated:
     turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
     return typed.answer(turns, None, req.max_tokens, wanted, attached)
 
 
 async def _chunks(
-    head: dict, answer: chatbot.Answer, usage: dict | None, pace: float
+    head: dict, answer: chatbot.Generated, usage: dict | None, pace: float
 ) -> AsyncIterator[bytes]:
     head = {**head, "object": "chat.completion.chunk"}
 

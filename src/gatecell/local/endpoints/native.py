@@ -70,12 +70,12 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
     return event_stream(_message_events(message, answer, pace_of(request, rt)))
 
 
-def _messages_answer(req: MessagesRequest, system: Any, wanted: typed.Wanted | None) -> chatbot.Answer:
+def _messages_answer(req: MessagesRequest, system: Any, wanted: typed.Wanted | None) -> chatbot.Generated:
     turns, attached = vision.turns_of([(m.role, m.content) for m in req.messages])
     return typed.answer(turns, chatbot.text_of(system), req.max_tokens, wanted, attached)
 
 
-async def _message_events(message: dict, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
+async def _message_events(message: dict, answer: chatbot.Generated, pace: float) -> AsyncIterator[bytes]:
     def ev(data: dict) -> bytes:
         return encode(data, data["type"])
 
@@ -142,7 +142,7 @@ async def generate(request: Request) -> Response:
 
 def _content_answer(
     req: GenerateContentRequest, system: Any, max_tokens: int | None, wanted: typed.Wanted | None
-) -> chatbot.Answer:
+) -> chatbot.Generated:
     turns, attached = vision.turns_of(
         [
             ("assistant" if c.role == "model" else "user", [p.model_dump(exclude_none=True) for p in c.parts])
@@ -152,7 +152,7 @@ def _content_answer(
     return typed.answer(turns, chatbot.text_of(system), max_tokens, wanted, attached)
 
 
-async def _content_events(reply: Any, answer: chatbot.Answer, pace: float) -> AsyncIterator[bytes]:
+async def _content_events(reply: Any, answer: chatbot.Generated, pace: float) -> AsyncIterator[bytes]:
     last = len(answer.tokens) - 1
     i = 0
     async for token in paced(answer.tokens, pace):

@@ -10,6 +10,11 @@ A turn joins the conversation when its reply is in, as with the magics: a turn t
 no text (stopped at once, or failed) is taken back whole, its prompt returned to the input
 box; a turn with text keeps it, marked when partial.
 
+The Attach button takes pictures and documents from the browser for the next message (see
+`_attach`): they go as content parts, wait as thumbnails with a Remove button until then, and
+show as thumbnails in the transcript, as do the pictures a ``%%chat --image`` cell put in a
+shared conversation. A turn taken back returns its files too.
+
 Replies render as Markdown (headings, lists, tables, highlighted code) through the same
 sanitising renderer as the magics, live as they stream; what the user typed stays plain
 text. The transcript follows a streaming reply unless the user has scrolled up.
@@ -28,7 +33,9 @@ from gatecell.notebook.markdown import NOT_MATH
 from gatecell.notebook.memory import Conversation, Turn
 from gatecell.wire.errors import echo
 from gatecell.wire.schemas import RANGES
+from gatecell.wire.text import joined
 
+from ._attach import Attachments, content_html
 from ._base import Panel, button, follower, prompt_box, text_html
 from ._live import LiveReply
 
@@ -82,8 +89,10 @@ class ChatPanel(Panel):
     """Chat with any chat or reasoning model the gateway lists.
 
     ``panel.messages`` is the conversation as the gateway would receive it (system prompt
-    first when set) and can be assigned. ``ask(text)``, ``stop()``, ``clear()`` do from
-    Python what the buttons do; ``wait()`` blocks until the current reply has ended.
+    first when set; a turn with pictures has a list of text and `Attachment` items as its
+    content) and can be assigned. ``ask(text)``, ``stop()``, ``clear()`` do from Python what
+    the buttons do; ``wait()`` blocks until the current reply has ended. ``attachments``
+    holds the files attached for the next message (``attachments.upload`` is the button).
     ``conversation`` names a conversation of the notebook's memory to share with ``%%chat``
     (``"default"`` is the one ``%%chat`` uses without ``-c``).
     """
@@ -115,13 +124,15 @@ class ChatPanel(Panel):
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)
         self.clear_button = button("Clear", "gatecell-clear", self.clear)
+        self.attachments = Attachments(self, self._set_busy)
         self.children = (
             widgets.HBox([self.model, self.max_tokens]),
             widgets.HBox([self.temperature, self.top_p]),
             self.system,
             follower(self.transcript),
             self.prompt,
-            widgets.HBox([self.send_button, self.stop_button, self.clear_button]),
+            self.attachments.row,
+            widgets.HBox([self.send_button, self.stop_button, self.clear_button, self.attachments.upload]),
             self.status,
         )
         self._bubbles: dict[int, tuple[Turn, widgets.HTMLMath]] = {}  # id(turn) -> its bubble
@@ -144,14 +155,20 @@ class ChatPanel(Panel):
         return session_for().memory.get(self.shared)
 
     @property
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self) -> list[dict[str, Any]]:
         return [{"role": t.role, "content": t.content} for t in self.conversation.turns]
 
     @messages.setter
-    def messages(self, value: Sequence[dict[str, str]]) -> None:
+    def messages(self, value: Sequence[dict[str, Any]]) -> None:
         for m in value:
-            if m.get("role") not in _ROLES or not isinstance(m.get("content"), str):
-                raise ValueError(f"a message needs a role in {_ROLES} and string content: {m!r}")
+            content = m.get("content")
+            if m.get("role") not in _ROLES or not (
+                isinstance(content, str) or (m["role"] == "user" and isinstance(content, list))
+            ):
+                raise ValueError(
+                    f"a message needs a role in {_ROLES} and string content (a user's may be a "
+                    f"list of text and pictures): {m!r}"
+                )
         self.stop()
         system = "\n".join(m["content"] for m in value if m["role"] == "system")
         self.conversation.turns = [Turn(m["role"], m["content"]) for m in value if m["role"] != "system"]
@@ -186,12 +203,16 @@ class ChatPanel(Panel):
     # -- actions -------------------------------------------------------------------
 
     def ask(self, text: str | None = None) -> LiveReply | None:
-        """Send `text` (default: the prompt box) and stream the reply into the transcript."""
+        """Send `text` (default: the prompt box), with the files attached, and stream the
+        reply into the transcript."""
         text = self.prompt.value if text is None else text
         if self.busy:
             self.show_error("a reply is still streaming: press Stop first")
             return None
-        if not text.strip():
+        if self.attachments.reading:
+            self.show_error("the attached files are still being read: send once they show")
+            return None
+        if not text.strip() and not self.attachments.items:
             self.show_error("the prompt is empty")
             return None
         if not self.model.value:
@@ -204,9 +225,11 @@ class ChatPanel(Panel):
             return None
         self.refresh()
         conversation = self.conversation
-        request = {"model": self.model.value, "messages": conversation.messages(text), **fields}
+        attached = self.attachments.take()
+        prompt = joined([text, *attached])
+        request = {"model": self.model.value, "messages": conversation.messages(prompt), **fields}
         self.prompt.value = ""
-        question, answer = _bubble("user", text), _bubble("assistant", "", self.model.value)
+        question, answer = _bubble("user", prompt), _bubble("assistant", "", self.model.value)
         self.transcript.children = (*self.transcript.children, question, answer)
         self.show_info(f"{self.model.value} is answering…")
         self._set_busy(True)
@@ -214,7 +237,7 @@ class ChatPanel(Panel):
             self.gateway,
             request,
             lambda t: setattr(answer, "value", _bubble_html("assistant", t, request["model"])),
-            lambda reply: self._done(reply, conversation, text, question, answer),
+            lambda reply: self._done(reply, conversation, prompt, (text, attached), question, answer),
             interval=self.interval,
         )
         return self.reply.start()
@@ -251,26 +274,39 @@ class ChatPanel(Panel):
         elif self._system_turn():
             conversation.turns = conversation.turns[1:]
 
-    def _set_busy(self, busy: bool) -> None:
-        self.send_button.disabled = busy
+    def _set_busy(self, busy: bool | None = None) -> None:
+        """Send is off while a reply streams or attached files are read; Stop is on while a reply streams."""
+        busy = self.busy if busy is None else busy
+        self.send_button.disabled = busy or self.attachments.reading
         self.stop_button.disabled = not busy
 
     def _done(
-        self, reply: LiveReply, conversation: Conversation, text: str, question: Any, answer: Any
+        self,
+        reply: LiveReply,
+        conversation: Conversation,
+        prompt: Any,
+        typed: tuple[str, list[Any]],
+        question: Any,
+        answer: Any,
     ) -> None:
+        """Keep the turn when its reply has text; else take it back: its text to the prompt
+        box, its files to those attached."""
         model = reply.request["model"]
         if reply.text:
             partial = reply.stopped or bool(reply.error)
-            asked, answered = conversation.add(text, reply.text, partial=partial, prov={"model": model})
+            prov = {"model": model}
+            asked, answered = conversation.add(prompt, reply.text, partial=partial, prov=prov)
             note = "stopped" if reply.stopped else ("error" if reply.error else "")
             answer.value = _bubble_html("assistant", reply.text, model, note)
             self._bubbles[id(asked)], self._bubbles[id(answered)] = (asked, question), (answered, answer)
-        else:  # take the turn back whole
+        else:  # take the turn back whole, its files too
             self.transcript.children = tuple(
                 w for w in self.transcript.children if w is not question and w is not answer
             )
+            text, attached = typed
             if not self.prompt.value:
                 self.prompt.value = text
+            self.attachments.put_back(attached)
         self._set_busy(False)
         if reply.error:
             self.show_error(reply.error)
@@ -301,22 +337,25 @@ def _refresh_after_cells(panel: ChatPanel) -> None:
 
 
 def _turn_bubble(turn: Turn) -> widgets.HTMLMath:
-    return _bubble(turn.role, turn.text, turn.prov.get("model"), "partial" if turn.partial else "")
+    content = turn.content if turn.role == "user" else turn.text
+    return _bubble(turn.role, content, turn.prov.get("model"), "partial" if turn.partial else "")
 
 
-def _bubble(role: str, text: str, model: str | None = None, note: str = "") -> widgets.HTMLMath:
+def _bubble(role: str, content: Any, model: str | None = None, note: str = "") -> widgets.HTMLMath:
     # HTMLMath: a front end that typesets widget HTML (JupyterLab, Voila) typesets the reply's
     # formulas, and only those (NOT_MATH); elsewhere they show as their TeX source
-    bubble = widgets.HTMLMath(_bubble_html(role, text, model, note)).add_class("gatecell-message")
+    bubble = widgets.HTMLMath(_bubble_html(role, content, model, note)).add_class("gatecell-message")
     return bubble.add_class(f"gatecell-{role}")
 
 
-def _bubble_html(role: str, text: str, model: str | None = None, note: str = "") -> str:
+def _bubble_html(role: str, content: Any, model: str | None = None, note: str = "") -> str:
+    """A message: the user's as typed, with thumbnails of its pictures; a reply as Markdown."""
     who = {"user": "You", "system": "System"}.get(role, model or "Assistant")
     mark = f' <i class="gatecell-note">({html.escape(note)})</i>' if note else ""
     # translucent, so that the bubbles read on a light and a dark background alike
     colour = "rgba(66,133,244,.12)" if role == "user" else "rgba(127,127,127,.1)"
+    body = text_html(content, markdown=True) if role == "assistant" else content_html(content)
     return (
         f'<div class="{NOT_MATH}" style="background:{colour};padding:4px 8px;margin:2px 0;border-radius:6px">'
-        f"<b>{html.escape(who)}</b>{mark}{text_html(text, markdown=role == 'assistant')}</div>"
+        f"<b>{html.escape(who)}</b>{mark}{body}</div>"
     )

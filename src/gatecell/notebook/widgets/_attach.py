@@ -1,0 +1,211 @@
+"""Files a user attaches in a panel, and a turn's pictures and documents in a transcript.
+
+The files come from the browser through an ipywidgets ``FileUpload``: their bytes travel in
+the widget's comm message, and their names are data (shown escaped, used for the file's type
+and label, never opened as a path). Each file becomes an `Attachment` through
+`gatecell.wire.attachments.from_data`, as ``--file`` and ``--image`` make theirs: a picture
+encoded once (downscaled past ``GATECELL_IMAGE_MAX_SIDE`` or ``GATECELL_IMAGE_MAX_BYTES``), a
+PDF as a document, a text file fenced. A file over ``GATECELL_FILE_MAX_BYTES``, or with no
+form a prompt can hold, is refused in one line. That work (Pillow may decode and shrink a
+large photo) runs in a thread of its own, so the kernel keeps answering meanwhile.
+
+A file waits for the next message as a thumbnail (a picture) or a chip (a document) with a
+Remove button. `content_html` shows a turn in a transcript the same way: its text as typed,
+its pictures as thumbnails made from their own bytes, its documents as chips.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import ipywidgets as widgets
+
+from ._base import Panel, button, error_line, start_thread, text_html
+
+__all__ = ["Attachments", "content_html"]
+
+_NAME_CHARS = 120  # of a file name shown and sent; a name is a label, not a payload
+
+
+class Attachments:
+    """The attach button of a panel and the files waiting to go with its next message.
+
+    ``upload`` (the button) and ``row`` (the files waiting, each with a Remove button) are
+    the widgets a panel places. `take` hands the files to a message, `put_back` returns
+    them when the message is taken back.
+
+    **Parameters:**
+
+    * **panel** - the panel whose status line says what was attached, or why a file was not.
+    * **on_change** - called when files start or stop being read (from any thread).
+    """
+
+    def __init__(self, panel: Panel, on_change: Callable[[], None]) -> None:
+        from gatecell.wire.attachments import FILE_SUFFIXES
+
+        self._panel = panel
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._items: list[Any] = []  # Attachment values, in the order they were attached
+        self._readers: list[threading.Thread] = []
+        self._unread = 0  # uploads whose files are still being read
+        self._showing = threading.Lock()  # one update of the row at a time, each from the latest items
+        self._shown: dict[int, tuple[Any, widgets.Widget]] = {}  # id(item) -> (item, its widget)
+        accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
+        self.upload = widgets.FileUpload(
+            accept=accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
+        ).add_class("gatecell-attach")
+        self.upload.observe(self._uploaded, "value")
+        self.row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap")).add_class("gatecell-attachments")
+
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """The files waiting for the next message, as `Attachment` values."""
+        with self._lock:
+            return tuple(self._items)
+
+    @property
+    def reading(self) -> bool:
+        """Whether files the browser sent are still being read."""
+        with self._lock:
+            return self._unread > 0
+
+    def take(self) -> list[Any]:
+        """The files waiting, for a message that goes now; none wait afterwards."""
+        with self._lock:
+            found, self._items = self._items, []
+        self._show()
+        return found
+
+    def put_back(self, items: Iterable[Any]) -> None:
+        """Return the files of a message taken back, ahead of any attached since."""
+        with self._lock:
+            self._items[:0] = list(items)
+        self._show()
+
+    def remove(self, item: Any) -> None:
+        """Let a file wait no more (its Remove button)."""
+        with self._lock:
+            self._items = [i for i in self._items if i is not item]
+        self._show()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the files the browser sent are read (for scripts and tests)."""
+        with self._lock:
+            readers = list(self._readers)
+        for reader in readers:
+            reader.join(timeout)
+        return not self.reading
+
+    def _uploaded(self, change: dict[str, Any]) -> None:
+        # Runs in the kernel's message handler: take the files and return at once. Emptying
+        # the button's value lets the same file be attached again.
+        files = [(f.get("name"), f.get("content")) for f in change["new"]]
+        if not files:
+            return
+        self.upload.value = ()
+        self._panel.show_info(f"reading {_count(len(files))}…")
+        with self._lock:
+            self._unread += 1
+            self._readers = [t for t in self._readers if t.is_alive()]
+            self._readers.append(start_thread(lambda: self._read(files), "attach"))
+        self._on_change()
+
+    def _read(self, files: list[tuple[Any, Any]]) -> None:
+        from gatecell.wire.attachments import from_data
+        from gatecell.wire.errors import InvalidRequest
+
+        refused: list[str] = []
+        read = 0
+        try:
+            for name, content in files:
+                label = _file_name(name)
+                try:
+                    item = from_data(bytes(content or b""), name=label)
+                except InvalidRequest as exc:
+                    refused.append(exc.message)
+                    continue
+                except Exception as err:  # said in the panel; a thread has nobody to raise to
+                    refused.append(f"{label or 'a file'}: {error_line(err)}")
+                    continue
+                with self._lock:
+                    self._items.append(item)
+                read += 1
+        finally:
+            with self._lock:
+                self._unread -= 1
+            self._show()
+            if refused:
+                more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+                self._panel.show_error(f"not attached: {refused[0]}{more}")
+            else:
+                goes = "it goes" if read == 1 else "they go"
+                self._panel.show_info(f"{_count(read)} attached: {goes} with the next message")
+            self._on_change()
+
+    def _show(self) -> None:
+        """The row shows the files waiting; a file's thumbnail is made once."""
+        with self._showing:
+            with self._lock:
+                items = list(self._items)
+            shown = {id(item): self._shown.get(id(item)) or (item, self._waiting(item)) for item in items}
+            self._shown = shown
+            self.row.children = tuple(widget for _, widget in shown.values())
+
+    def _waiting(self, item: Any) -> widgets.Widget:
+        from gatecell.notebook.display import attachment_html
+
+        remove = button("Remove", "gatecell-attachment-remove", functools.partial(self.remove, item))
+        remove.tooltip = f"do not send {item.name or item.description}"
+        remove.layout.width = "auto"
+        return widgets.HBox(
+            [widgets.HTML(attachment_html(item)), remove],
+            layout=widgets.Layout(align_items="center", margin="0 12px 0 0"),
+        ).add_class("gatecell-attachment")
+
+
+def _count(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _file_name(name: Any) -> str | None:
+    """A file name as the browser gave it, made a plain label: its last path segment, no
+    control characters, at most `_NAME_CHARS` characters (the suffix kept)."""
+    if not isinstance(name, str):
+        return None
+    name = re.sub(r"[\x00-\x1f\x7f]", "", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
+    if len(name) > _NAME_CHARS:
+        stem, dot, suffix = name.rpartition(".")
+        keep = f".{suffix}" if dot and len(suffix) <= 10 else ""
+        name = name[: _NAME_CHARS - len(keep) - 1] + "…" + keep
+    return name or None
+
+
+def content_html(content: Any) -> str:
+    """A user's turn for a transcript: its text as typed, each picture as a thumbnail, each
+    document as a chip with its name and size; anything else (a part of another kind, one
+    that cannot be read) as the line `content_text` gives it. Every word escaped."""
+    if isinstance(content, str):
+        return text_html(content)
+    from gatecell.notebook.display import attachment_html
+    from gatecell.wire.attachments import Attachment
+    from gatecell.wire.conversation import content_text, neutral
+    from gatecell.wire.errors import InvalidRequest
+
+    pieces = []
+    for item in content if isinstance(content, (list, tuple)) else [content]:
+        try:
+            found = neutral(item) if isinstance(item, dict) else item
+        except InvalidRequest:
+            found = None
+        if isinstance(found, str):
+            pieces.append(text_html(found) if found.strip() else "")
+        elif isinstance(found, Attachment):
+            pieces.append(attachment_html(found))
+        else:
+            pieces.append(text_html(content_text([item])))
+    return "".join(pieces)
