@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from store_helpers import chat_body, clean_env, run_child
 
+import gatecell.store.checkpoints
 import gatecell.store.records
 import gatecell.store.store
 from gatecell import Secret
@@ -624,3 +626,22 @@ def test_gatecell_logs_is_a_lazy_export(home: Path):
     out = run_child(script, clean_env(GATECELL_HOME=str(home)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "via gatecell.logs"
+
+
+def test_the_wal_is_copied_into_the_file_by_a_thread_of_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+):
+    """The writer's connection never checkpoints (a commit would wait for it): a thread of
+    its own does, every so many transactions, beside the commits."""
+    monkeypatch.setattr(gatecell.store.checkpoints, "TRANSACTIONS", 3)
+    store.record_exchange(CHAT, "m", chat_body("first"), text="one")
+    assert store.flush(30)
+    before = store.path.stat().st_size  # the tables are in the WAL, not yet in the file
+    for i in range(6):  # a transaction each: the call waits for its commit
+        store.record_exchange(CHAT, "m", chat_body(f"prompt {i}" * 500), text="x" * 2000)
+        assert store.flush(30)
+    deadline = time.monotonic() + 30
+    while store.path.stat().st_size <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.path.stat().st_size > before
+    assert "gatecell-checkpoint" in {thread.name for thread in threading.enumerate()}

@@ -57,6 +57,7 @@ from gatecell.wire.private import Untrusted, create_private, private_file, priva
 from gatecell.wire.secret import Secret
 
 from . import queries
+from .checkpoints import Checkpointer
 from .keys import gateway_address
 from .prices import Price, Pricing, load_prices, usage_cost
 from .records import (
@@ -78,10 +79,6 @@ BUSY_TIMEOUT = 10.0  # seconds a statement waits for another process's write loc
 _ATTEMPTS = 6  # write attempts of a batch that keeps finding the file locked
 _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
-# The WAL is copied into the database file (a checkpoint, which syncs it to disk) by a thread
-# of its own, after this many transactions or rows: a commit never waits for a checkpoint.
-_CHECKPOINT_TRANSACTIONS = 500
-_CHECKPOINT_ROWS = 10_000
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
@@ -481,7 +478,7 @@ class Store:
     def _run(self, entries: queue.SimpleQueue[Any]) -> None:
         """The writer: every entry waiting goes in the next transaction (group commit)."""
         conn: sqlite3.Connection | None = None
-        checkpoints = _Checkpointer(self.path)
+        checkpoints = Checkpointer(self.path, connect)
         while True:
             batch = [entries.get()]
             with contextlib.suppress(queue.Empty):
@@ -524,7 +521,7 @@ class Store:
             try:
                 if conn is None:
                     conn = connect(self.path)
-                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see _Checkpointer
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
                 self._commit(conn, exchanges, jobs, prices)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
@@ -681,54 +678,6 @@ class Store:
 
 
 _ORPHANS: list[Any] = []
-
-
-class _Checkpointer:
-    """Copies the WAL into the database file from a thread and connection of its own.
-
-    SQLite checkpoints at the commit that takes the WAL past 1,000 pages, and that commit
-    then waits for the copy and two disk syncs: milliseconds, against a tenth of one for a
-    commit. The writer's connection never checkpoints (``wal_autocheckpoint = 0``); it
-    counts its transactions and asks for a passive checkpoint here every
-    `_CHECKPOINT_TRANSACTIONS` or `_CHECKPOINT_ROWS`, which runs beside the commits that
-    follow (WAL lets it). Best effort: one that fails is left to the next, or to SQLite as
-    the last connection closes."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._transactions = self._rows = 0
-        self._due: queue.SimpleQueue[bool] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def count(self, rows: int) -> None:
-        """One more transaction of ``rows`` entries (in the writer thread)."""
-        self._transactions += 1
-        self._rows += rows
-        if self._transactions < _CHECKPOINT_TRANSACTIONS and self._rows < _CHECKPOINT_ROWS:
-            return
-        self._transactions = self._rows = 0
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="gatecell-checkpoint", daemon=True)
-            self._thread.start()
-        self._due.put(True)
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._due.put(False)
-            self._thread.join()
-
-    def _run(self) -> None:
-        conn: sqlite3.Connection | None = None
-        try:
-            while self._due.get():
-                try:
-                    conn = conn or connect(self.path)
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except (sqlite3.Error, OSError):
-                    pass
-        finally:
-            if conn is not None:
-                conn.close()
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
