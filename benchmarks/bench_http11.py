@@ -12,10 +12,11 @@ compared: ``--baseline 01edcea e52f325`` runs the lax regex parser the pool had,
 reader that was tried and dropped (it cost the batch over 15% of its CPU per row), beside
 today's strict parser.
 
-With ``--batch ROWS`` what counts is measured instead: CPU per row of ``gw.map`` (shipped
-defaults: log, cache and progress bar on; as in bench_batch.py) over ROWS one-token prompts,
-this tree and each baseline's whole ``src/`` taking turns, each run in a fresh process (so
-that two versions of gatecell never share one), the median per tree reported.
+With ``--batch ROWS`` what counts is measured instead: CPU per row and rows per second of
+``gw.map`` (shipped defaults: log, cache and progress bar on; as in bench_batch.py) over
+ROWS one-token prompts, this tree and each baseline's whole ``src/`` taking turns, each run
+in a fresh process (so that two versions of gatecell never share one), the median per tree
+reported.
 
     .venv/bin/python benchmarks/bench_http11.py [--requests 10000] [--reps 7] [--baseline REV...]
         [--batch ROWS]
@@ -66,7 +67,8 @@ def _module_at(revision: str) -> ModuleType:
     return module
 
 
-# One run of `gw.map` in a fresh process: prints its CPU per row, the writer thread's included.
+# One run of `gw.map` in a fresh process: prints its CPU per row (the writer thread's included)
+# and its rows per second.
 _MAP = """
 import gc, os, sys, tempfile, time
 from gatecell import Gateway
@@ -81,9 +83,9 @@ def work(n):
 assert work(200) == 200
 n = int(sys.argv[3])
 gc.collect()
-cpu = time.process_time()
+cpu, wall = time.process_time(), time.perf_counter()
 assert work(n) == n
-print((time.process_time() - cpu) / n * 1e6)
+print((time.process_time() - cpu) / n * 1e6, n / (time.perf_counter() - wall))
 """
 
 
@@ -97,10 +99,11 @@ def _tree_at(revision: str) -> str:
     return f"{folder}/src"
 
 
-def batch(rows: int, reps: int, baselines: list[str]) -> dict[str, float]:
-    """Median CPU us per row of `gw.map` with this tree and each baseline's, taking turns."""
+def batch(rows: int, reps: int, baselines: list[str]) -> dict[str, dict[str, float]]:
+    """Median CPU us per row and rows/s of `gw.map` with this tree and each baseline's, taking
+    turns."""
     trees = {"this tree": str(HERE.parent / "src"), **{f"@{rev}": _tree_at(rev) for rev in baselines}}
-    runs: dict[str, list[float]] = {name: [] for name in trees}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     names = list(trees)
     with spawn_neutral(1) as server:
         for rep in range(reps):
@@ -108,15 +111,26 @@ def batch(rows: int, reps: int, baselines: list[str]) -> dict[str, float]:
                 env = {**os.environ, "PYTHONPATH": trees[name]}
                 argv = [PYTHON, "-c", _MAP, server.url, BENCH_KEY, str(rows)]
                 done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-                runs[name].append(float(done.stdout))
-    per = {name: median(values) for name, values in runs.items()}
+                cpu, rate = map(float, done.stdout.split())
+                runs[name].append((cpu, rate))
+    per = {
+        name: {"cpu_us_per_row": median([c for c, _ in v]), "rows_per_s": median([r for _, r in v])}
+        for name, v in runs.items()
+    }
     first = per["this tree"]
-    print(f"\n{rows:,} one-token prompts through gw.map, {reps} repetitions, median client CPU\n")
+    print(f"\n{rows:,} one-token prompts through gw.map, {reps} repetitions, medians\n")
     print_table(
-        ["gatecell", "CPU us/row", "vs this tree", "runs"],
+        ["gatecell", "CPU us/row", "vs this tree", "rows/s", "vs this tree", "CPU runs"],
         [
-            [name, us, f"{us / first:.2f}x", " ".join(f"{v:.0f}" for v in sorted(runs[name]))]
-            for name, us in per.items()
+            [
+                name,
+                p["cpu_us_per_row"],
+                f"{p['cpu_us_per_row'] / first['cpu_us_per_row']:.2f}x",
+                round(p["rows_per_s"]),
+                f"{p['rows_per_s'] / first['rows_per_s']:.2f}x",
+                " ".join(f"{c:.0f}" for c, _ in sorted(runs[name])),
+            ]
+            for name, p in per.items()
         ],
     )
     return per
@@ -175,7 +189,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.batch:
         per = batch(args.batch, args.reps, args.baseline)
-        save("bench_http11_batch", __doc__.split("\n\n")[3], vars(args), {"cpu_us_per_row": per}, [])
+        save("bench_http11_batch", __doc__.split("\n\n")[3], vars(args), {"per_tree": per}, [])
         return
     from gatecell.wire import http11
 

@@ -20,6 +20,7 @@ from _common import HERE, PYTHON, RESULTS
 BENCHMARKS = [
     "bench_import",
     "bench_request",
+    "bench_commit",
     "bench_stream",
     "bench_cache",
     "bench_forward",

@@ -5,8 +5,15 @@ looked up and replayed (see ``docs/store.md``); and what a call is part of.
 starts and tells it how the call ended, and knows nothing of SQLite. The store is loaded on
 a client's first call that logs or asks the cache, never at import: ``import gatecell`` and
 ``Gateway()`` load no SQLite. Everything here runs on the caller's path, so it only gathers
-references (`gatecell.store.Store.record_exchange` returns in about a microsecond; the JSON, redaction
-and hashing happen in the store's writer thread).
+references (`gatecell.store.Store.record_exchange` returns in about a microsecond; the JSON,
+redaction, hashing and SQLite happen in the store's writer thread).
+
+**What is shown is committed.** `Journal.ended` hands the wire the commit of what it logged
+(a `Commit`), and the call returns only once it is done (a stream once its iteration ends):
+a reply or a job id a notebook showed is in the file, for a second process too, even if the
+kernel is killed right after. A sync call blocks on it; an async one awaits it (the writer
+wakes the event loop; the loop is never blocked). The wait is capped (`COMMIT_WAIT`): a log
+another process keeps locked longer does not hold the call, and the entry lands after.
 
 **What a call is part of** (`CallContext`) is how the notebook layer tells the journal which
 conversation and which notebook a request belongs to, and asks for the cache: a
@@ -34,7 +41,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -53,9 +60,22 @@ from gatecell.wire.streams import Stream
 if TYPE_CHECKING:
     from gatecell import store
 
-__all__ = ["Journal", "LOCAL", "CallContext", "call_context", "current", "notebook_of", "ENV_NOTEBOOK"]
+__all__ = [
+    "Journal",
+    "Commit",
+    "COMMIT_WAIT",
+    "MODEL_INFO_MAX_AGE",
+    "LOCAL",
+    "CallContext",
+    "call_context",
+    "current",
+    "notebook_of",
+    "ENV_NOTEBOOK",
+]
 
 LOCAL = "local"
+COMMIT_WAIT = 10.0  # seconds a call waits at most for its log entry's commit
+MODEL_INFO_MAX_AGE = 7 * 86400  # seconds a gateway's model info (its prices) is kept before it is asked again
 ENV_NOTEBOOK = "JPY_SESSION_NAME"
 _JSON_HEADERS = Headers({"content-type": "application/json"})
 
@@ -89,6 +109,27 @@ def call_context(**fields: str | bool | None) -> Iterator[CallContext]:
 def notebook_of(context: CallContext) -> str | None:
     """The notebook a call came from: the context's, else Jupyter Server's session name."""
     return context.notebook or os.environ.get(ENV_NOTEBOOK) or None
+
+
+class Commit:
+    """The commit of a call's log entries (the `Pending` the wire waits for): ``wait()``
+    blocks until the store's writer committed ``ticket`` and all before it; awaiting it
+    does the same on an event loop without blocking it."""
+
+    __slots__ = ("store", "ticket")
+
+    def __init__(self, store: store.Store, ticket: int) -> None:
+        self.store = store
+        self.ticket = ticket
+
+    def wait(self) -> None:
+        self.store.wait(self.ticket, COMMIT_WAIT)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self.store.committed(self.ticket, COMMIT_WAIT).__await__()
+
+    def __repr__(self) -> str:
+        return f"Commit({self.ticket})"
 
 
 @dataclass(frozen=True)
@@ -148,6 +189,24 @@ class Journal(Hooks):
         note = _Note(context, at, key)
         return note, (None if answer is None else _replayed(call, answer))
 
+    # -- what answers cost --------------------------------------------------------------
+
+    def wants_model_info(self) -> bool:
+        """Whether this gateway's model info is worth asking: the log has none younger than
+        `MODEL_INFO_MAX_AGE`."""
+        if not self._log():
+            return False
+        from gatecell.store.records import iso
+
+        asked = self.store.model_info_asked(self.gateway)
+        return asked is None or asked < iso(time.time() - MODEL_INFO_MAX_AGE)
+
+    def model_info(self, body: Any) -> None:
+        """Keep the prices of the gateway's model info (none, if it gave none)."""
+        from gatecell.store.prices import model_info_prices
+
+        self.store.record_model_prices(self.gateway, model_info_prices(body))
+
     # -- jobs ---------------------------------------------------------------------------
 
     def job_kind(self, job_id: str) -> str:
@@ -169,18 +228,20 @@ class Journal(Hooks):
 
     # -- the log ------------------------------------------------------------------------
 
-    def ended(self, outcome: Outcome) -> None:
-        """Log one outcome: an exchange, a job's news, or both (a submit)."""
+    def ended(self, outcome: Outcome) -> Commit | None:
+        """Log one outcome: an exchange, a job's news, or both (a submit); the `Commit` to
+        wait for (None when nothing was logged)."""
         if not self._log():
-            return
+            return None
         call, result, meta, error = outcome.call, outcome.result, outcome.meta, outcome.error
         note: _Note = outcome.note or _Note(_EMPTY, time.time(), None)
         context = note.context
         secrets = (self._key(),)
+        ticket = None
         if isinstance(result, Job):
-            self._job(call, result, context, secrets, note.at)
+            ticket = self._job(call, result, context, secrets, note.at)
         if not call.logged:
-            return
+            return None if ticket is None else Commit(self.store, ticket)
         text = reasoning = media = media_type = response = None
         usage: Any = None
         latency = meta.latency if meta is not None else None
@@ -204,8 +265,12 @@ class Journal(Hooks):
             response = outcome.body
         elif result is not None:
             response = outcome.body
+        cost = cost_source = None
+        if meta is not None and not meta.cached:  # a reply from the log cost nothing
+            cost, cost_source = self.store.cost_of(meta.cost, self.gateway, call.model, usage)
+            meta.priced(cost, cost_source)  # the footer shows it
         typed = call.schema is not None and isinstance(result, (ChatCompletion, Reply))
-        self.store.record_exchange(
+        logged = self.store.record_exchange(
             call.path,
             call.model,
             call.body,
@@ -230,14 +295,18 @@ class Journal(Hooks):
             at=note.at,
             schema=call.schema,
             parsed_json=call.schema.logged(result.parsed) if typed else None,
+            cost=cost,
+            cost_source=cost_source,
         )
+        ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
+        return None if ticket is None else Commit(self.store, ticket)
 
     def _job(
         self, call: Call, job: Job, context: CallContext, secrets: tuple[Any, ...], at: float | None
-    ) -> None:
+    ) -> int | None:
         """A submit records the job; a poll what is new about it."""
         submitted = call.method == "POST"
-        self.store.record_job(
+        return self.store.record_job(
             job.kind,
             job.id,
             gateway=self.gateway,

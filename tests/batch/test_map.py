@@ -208,6 +208,42 @@ def test_a_second_run_is_answered_from_the_log(row_server, gateway, home: Path):
     assert rows == (25, 10)
 
 
+def test_a_batch_says_what_its_rows_cost(row_server, gateway, home: Path, tmp_path: Path, monkeypatch):
+    """A row's cost as its gateway said (LiteLLM's header), else by the user's prices; a row
+    from the log cost nothing. Each row has it, so do `usage`, `to_pandas` and the log."""
+    pd = pytest.importorskip("pandas")
+    server = row_server(
+        lambda prompt, srv: (200, {"x-litellm-response-cost": "0.001"}) if "paid" in prompt else None
+    )
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m": {"input": 1000, "output": 1000}}')  # 3 + 2 tokens a reply: $0.005
+    monkeypatch.setenv("GATECELL_PRICES", str(prices))
+    gw = gateway(server)
+    batch = gw.map("{item}", ["paid 1", "paid 2", "plain"], model="m", progress=False)
+    assert [(r.cost, r.cost_source) for r in batch.rows] == [(0.001, "gateway")] * 2 + [
+        (pytest.approx(0.005), "prices")
+    ]
+    usage = batch.usage
+    assert (usage["cost"], usage["cost_source"], usage["unpriced_rows"]) == (
+        pytest.approx(0.007),
+        "gateway+prices",
+        0,
+    )
+    frame = batch.to_pandas()
+    assert frame["cost"].tolist() == pytest.approx([0.001, 0.001, 0.005])
+    assert frame["cost_source"].tolist() == ["gateway", "gateway", "prices"]
+    again = gw.map("{item}", ["paid 1", "paid 2", "plain"], model="m", progress=False)
+    assert again.cached == 3 and again.usage["cost"] is None and again.usage["unpriced_rows"] == 0
+    logged = [(r["prompt"], r["cost"], r["cost_source"]) for r in reversed(gw.journal.store.logs(n=6))]
+    assert logged[:3] == [
+        ("paid 1", 0.001, "gateway"),
+        ("paid 2", 0.001, "gateway"),
+        ("plain", pytest.approx(0.005), "prices"),
+    ]
+    assert {(cost, source) for _, cost, source in logged[3:]} == {(None, None)}  # from the log
+    assert isinstance(frame, pd.DataFrame)
+
+
 @pytest.mark.parametrize(
     ("api", "path"),
     [("messages", "/v1/messages"), ("generate-content", ":generateContent"), ("responses", "/v1/responses")],

@@ -214,3 +214,18 @@ def test_bad_typed_options_are_refused_before_any_row(row_server, gateway, optio
     with pytest.raises(InvalidRequest, match=re.escape(words)):
         gateway(server).map("{item}", [1, 2], progress=False, **options)
     assert server.prompts == [] and server.infos == 0
+
+
+def test_a_typed_rows_cost_is_that_of_its_rounds(row_server, gateway):
+    """Each round is an exchange the gateway priced (LiteLLM's header); the row costs them all."""
+    from gatecell.store import default_store
+
+    server = row_server(lambda prompt, srv: (200, {"x-litellm-response-cost": "0.001"}), reply=review_of)
+    batch = gateway(server).map("Read {item}", ["review 3", "review 4"], schema=Review, progress=False)
+    assert [(r.cost, r.cost_source) for r in batch.rows] == [
+        (pytest.approx(0.002), "gateway"),
+        (0.001, "gateway"),
+    ]
+    assert batch.usage["cost"] == pytest.approx(0.003) and batch.usage["cost_source"] == "gateway"
+    rows = default_store().logs(n=0)
+    assert [(r["cost"], r["cost_source"]) for r in rows] == [(0.001, "gateway")] * 3  # row 3 took two rounds

@@ -1,6 +1,8 @@
 """The store in real kernels (jupyter_client), as a notebook uses it: the magics logged and
 read back, the cache on a re-run, a conversation and a job that outlive the kernel, the log
-switched off, faults, two kernels at once, and a kernel killed mid-stream.
+switched off, faults, two kernels at once, a kernel killed mid-stream; and what a notebook
+showed is in the log however its kernel ends: killed outright (SIGKILL, as the out-of-memory
+killer does) right after a cell showed a job id, shut down or restarted from the front end.
 
 Each test gives its kernels a GATECELL_HOME of its own (a temporary folder) and reads what
 they logged from the file, as ``gatecell logs`` would.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from locks import held
 
 from gatecell.store import Store
 
@@ -50,8 +54,8 @@ def kernel(tmp_path):
 
 
 def exchanges(home: Path, count: int = 0) -> list[dict]:
-    """Every exchange in the log, oldest first, once it holds at least ``count`` (a kernel's
-    writer commits within 50 ms of a call)."""
+    """Every exchange in the log, oldest first, once it holds at least ``count`` (a call
+    returns once its exchange is committed; a kernel shut down commits what was queued)."""
     store = Store(home / "gatecell.db", log=False)
     deadline = time.monotonic() + 30
     try:
@@ -302,3 +306,71 @@ def test_a_kernel_killed_mid_stream_leaves_a_sound_log(kernel, tmp_path, local_g
     assert prompts == [f"before {i}" for i in range(50)]  # the stream never ended: never logged
     cli = subprocess.run([*CLI, "logs", "-n", "1", "--json"], env=_env(home), capture_output=True, text=True)
     assert cli.returncode == 0 and json.loads(cli.stdout)["prompt"] == "before 49"
+
+
+def test_a_job_id_shown_right_before_the_kernel_is_killed_is_listed_and_collected(
+    kernel, kernel_cells, tmp_path
+):
+    home = tmp_path / "home"
+    first = kernel(home)
+    run(kernel_cells, first, "%load_ext gatecell")
+    kc = first.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute("%%video --no-wait\nwaves on a beach")
+        while True:  # the reply: the cell returned, the job id is on the screen; kill at once
+            reply = kc.get_shell_msg(timeout=120)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        os.kill(first.provisioner.process.pid, signal.SIGKILL)
+        first.provisioner.process.wait(30)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        shown = ""
+        while True:
+            try:
+                msg = kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                break
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                shown += msg["content"]["text"]
+    finally:
+        kc.stop_channels()
+    job_id = re.search(r"video job (video_\w+) submitted", shown)[1]  # type: ignore[index]
+    second = kernel(home)
+    out = run(kernel_cells, second, "%load_ext gatecell", "%gatecell jobs", f"%gatecell job {job_id}")
+    assert job_id in out[1]["text"] and "waves on a beach" in out[1]["text"]
+    assert any("<video" in d["data"].get("text/html", "") for d in out[2]["displays"])  # collected
+
+
+QUEUE = (
+    "from gatecell import store\n"
+    "store.default_store().record_exchange('/v1/chat/completions', 'm', "
+    "{{'model': 'm', 'messages': [{{'role': 'user', 'content': {prompt!r}}}]}}, text='ok')\n"
+)
+
+
+def _prompts(home: Path) -> list[str]:
+    with sqlite3.connect(home / "gatecell.db") as conn:
+        return [row[0] for row in conn.execute("SELECT prompt FROM exchanges ORDER BY id")]
+
+
+def test_shutdown_and_restart_from_the_front_end_lose_nothing(kernel, kernel_cells, tmp_path):
+    """``restart_kernel(now=False)`` and ``shutdown_kernel(now=False)`` are what JupyterLab's
+    Restart and Shut Down send: a shutdown request, which ipykernel answers by leaving its
+    loop and exiting (atexit runs), with a kill only after 5 s. An entry still queued (the
+    file locked by another process) is committed on the way out."""
+    home = tmp_path / "home"
+    km = kernel(home)
+    run(kernel_cells, km, QUEUE.format(prompt="first"), "store.default_store().flush()")
+    for name, end in (("restart", km.restart_kernel), ("shutdown", km.shutdown_kernel)):
+        with held(home / "gatecell.db") as release:
+            run(kernel_cells, km, QUEUE.format(prompt=f"before the {name}"))
+            release(1.0)  # while the kernel is on its way out
+            end(now=False)
+        if name == "restart":  # the new kernel answers before another client asks it anything
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=60)
+            kc.stop_channels()
+    assert _prompts(home) == ["first", "before the restart", "before the shutdown"]

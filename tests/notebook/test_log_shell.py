@@ -145,3 +145,20 @@ def test_export_never_replaces_a_file_nor_follows_a_link(log, cell_runner, tmp_p
     for written in (tmp_path / "new.md", notebook):
         assert written.read_text().startswith("# Conversation default")
         assert stat.S_IMODE(written.stat().st_mode) == 0o600  # as private as the log
+
+
+def test_a_replys_footer_shows_what_it_cost_when_known(log, run, tmp_path, monkeypatch):
+    """The local gateway does not say what an answer cost: the user's prices do."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"local-chat": {"input": 1000, "output": 2000}}))
+    monkeypatch.setenv("GATECELL_PRICES", str(prices))
+    result, captured = run("%%chat --footer\nWhat is 2+2?")
+    assert result.success, result.error_in_exec
+    shown = captured.outputs[-1]
+    prov = shown.metadata["gatecell"]
+    usage = prov["usage"]
+    cost = (usage["prompt_tokens"] * 1000 + usage["completion_tokens"] * 2000) / 1e6
+    assert (prov["cost"], prov["cost_source"]) == (pytest.approx(cost), "prices")
+    assert f"· ${cost:.6f}".rstrip("0") + " (prices)" in shown.data["text/plain"]
+    [row] = log.logs(n=1)
+    assert (row["cost"], row["cost_source"]) == (pytest.approx(cost), "prices")

@@ -144,3 +144,7 @@ def test_live_markdown_coalesces_and_always_renders_the_end(ipshell):
         "voice": "nova",
     }
     assert footer_text(prov) == "x · /v1/x · 0.12 s · 3 in / 4 out tokens · request r1"
+    Meta.cost, Meta.cost_source = 0.00042, "gateway"  # type: ignore[attr-defined]
+    prov = provenance(Meta())
+    assert (prov["cost"], prov["cost_source"]) == (0.00042, "gateway")
+    assert footer_text(prov) == "x · /v1/x · 0.12 s · 3 in / 4 out tokens · $0.00042 (gateway) · request r1"

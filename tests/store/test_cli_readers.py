@@ -147,8 +147,8 @@ def test_usage_table_per_model_per_day_without_a_cost_column_unless_priced(fille
     priced = run_cli("usage", "--since", "2026-09-21", home=filled, GATECELL_PRICES=str(prices))
     assert priced.returncode == 0, priced.stderr
     rows = [line.split() for line in priced.stdout.splitlines()]
-    assert rows[0][-2:] == ["cost", "($)"]
-    assert rows[2][-1] == f"{(10 * 2.5 + 1 * 10) / 1e6:.4f}" and rows[3][-1] == "unknown"
+    assert rows[0][-3:] == ["cost", "($)", "source"]
+    assert rows[2][-2:] == [f"{(10 * 2.5 + 1 * 10) / 1e6:.6f}", "prices"] and rows[3][-2:] == ["unknown", "-"]
 
 
 def test_usage_json_and_since(filled: Path, tmp_path: Path):
@@ -163,6 +163,7 @@ def test_usage_json_and_since(filled: Path, tmp_path: Path):
         ("2026-09-23", "gpt-b", 1, 55),
     ]
     assert rows[0]["cost"] == pytest.approx((20 * 1 + 2 * 2) / 1e6) and rows[1]["cost"] is None
+    assert (rows[0]["cost_source"], rows[0]["unpriced"]) == ("prices", 0) and rows[1]["cost_source"] is None
     later = run_cli("usage", "--json", "--since", "2026-09-22T12:00:00+02:00", home=filled)
     # 10:00 UTC on the 22nd: gpt-b's request at 02:13 that day is left out
     assert [(r["day"], r["model"]) for r in json_lines(later.stdout)] == [

@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from store_helpers import chat_body, clean_env, run_child
 
+import gatecell.store.checkpoints
 import gatecell.store.records
 import gatecell.store.store
 from gatecell import Secret
 from gatecell.store import Store, cache_key, default_store, settings
-from gatecell.store.prices import load_prices
+from gatecell.store.prices import Price, load_prices
+from gatecell.store.report import usage_cells
 from gatecell.store.schema import VERSION, fts5_available, migrate
 from gatecell.store.store import connect
 from gatecell.wire.errors import ConfigError
@@ -489,6 +492,37 @@ def test_prices_from_toml_and_clear_errors_for_bad_files(tmp_path: Path):
         load_prices(tmp_path / "absent.json")
 
 
+def test_usage_adds_the_logged_costs_and_prices_the_rest_with_their_sources(store: Store):
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+    plan = [  # (model, cost logged, its source)
+        ("gpt-a", 0.5, "gateway"),
+        ("gpt-a", 0.25, "model-info"),
+        ("gpt-a", None, None),  # priced by the prices given, if any
+        ("gpt-b", 0.125, "gateway"),
+        ("gpt-b", None, None),  # no price for gpt-b: unknown
+    ]
+    for model, cost, source in plan:
+        store.record_exchange(
+            CHAT, model, {"model": model}, usage=usage, at=T0, cost=cost, cost_source=source
+        )
+    assert store.flush(30)
+    priced = {
+        r.model: (r.cost, r.cost_source, r.unpriced) for r in store.usage(prices={"gpt-a": Price(100, 1000)})
+    }
+    assert priced == {
+        "gpt-a": (pytest.approx(0.5 + 0.25 + 0.2), "gateway+model-info+prices", 0),
+        "gpt-b": (pytest.approx(0.125), "gateway", 1),
+    }
+    bare = {r.model: (r.cost, r.cost_source, r.unpriced) for r in store.usage(prices={})}
+    assert bare["gpt-a"] == (pytest.approx(0.75), "gateway+model-info", 1)
+    header, cells = usage_cells(store.usage(prices={}), with_cost=False)  # a cost is known: shown
+    assert header[-2:] == ["cost ($)", "source"]
+    assert [row[-2:] for row in cells] == [
+        ["0.750000", "gateway+model-info, 1 unknown"],
+        ["0.125000", "gateway, 1 unknown"],
+    ]
+
+
 def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: Path):
     path = home / "gatecell.db"
     path.parent.mkdir(parents=True)
@@ -517,7 +551,10 @@ def test_a_database_made_by_migration_1_is_brought_forward_with_its_rows(home: P
         assert [row[: len(before[0])] for row in after] == before  # kept; the new columns empty
         assert all(value is None for row in after for value in row[len(before[0]) :])
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert ("exchanges_fts" in tables) == fts5_available()
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert ("exchanges_fts" in tables) == fts5_available() and "model_prices" in tables
+    assert {"exchanges_answers", "exchanges_time", "exchanges_conversation"} <= indexes
+    assert "exchanges_model" not in indexes  # step 5: one index fewer for each insert to keep up
     assert s.lookup("k1") is not None and s.lookup("k1").text == "old reply"  # type: ignore[union-attr]
     job = s.job("v9")
     assert job is not None and job.state == "running"
@@ -589,3 +626,22 @@ def test_gatecell_logs_is_a_lazy_export(home: Path):
     out = run_child(script, clean_env(GATECELL_HOME=str(home)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "via gatecell.logs"
+
+
+def test_the_wal_is_copied_into_the_file_by_a_thread_of_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+):
+    """The writer's connection never checkpoints (a commit would wait for it): a thread of
+    its own does, every so many transactions, beside the commits."""
+    monkeypatch.setattr(gatecell.store.checkpoints, "TRANSACTIONS", 3)
+    store.record_exchange(CHAT, "m", chat_body("first"), text="one")
+    assert store.flush(30)
+    before = store.path.stat().st_size  # the tables are in the WAL, not yet in the file
+    for i in range(6):  # a transaction each: the call waits for its commit
+        store.record_exchange(CHAT, "m", chat_body(f"prompt {i}" * 500), text="x" * 2000)
+        assert store.flush(30)
+    deadline = time.monotonic() + 30
+    while store.path.stat().st_size <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.path.stat().st_size > before
+    assert "gatecell-checkpoint" in {thread.name for thread in threading.enumerate()}

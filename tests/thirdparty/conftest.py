@@ -1,7 +1,8 @@
 """LiteLLM's proxy, a real third-party gateway, started once per test session.
 
 It runs from a venv of its own (``make litellm`` makes ``.venv-litellm``; or set
-GATECELL_LITELLM_VENV), on a free loopback port, with a master key, offline: its model
+GATECELL_LITELLM_VENV), on a free loopback port, with a master key and prices for its chat
+and reasoning models (`PRICES`), offline: its model
 cost map is the local copy (LITELLM_LOCAL_MODEL_COST_MAP), every outside address goes to a
 closed loopback proxy port, and its models forward to the embedded local gateway of this
 test process as an openai-compatible provider, so no prompt ever leaves the machine.
@@ -34,6 +35,8 @@ MODELS = {
     "lite-image": ("local-image", "image_generation"),
     "lite-tts": ("local-tts", "audio_speech"),
 }
+# The prices in its config (US dollars per input and output token), as a deployment sets its own.
+PRICES = {"lite-chat": (1e-6, 2e-6), "lite-reasoner": (3e-6, 4e-6)}
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,15 @@ def _venv() -> Path:
     return venv if venv.is_absolute() else ROOT / venv
 
 
+def _prices(name: str) -> str:
+    if name not in PRICES:
+        return ""
+    per_input, per_output = PRICES[name]
+    return f"""
+      input_cost_per_token: {per_input}
+      output_cost_per_token: {per_output}"""
+
+
 def _config(upstream: str, upstream_key: str, master_key: str) -> str:
     models = "".join(
         f"""
@@ -60,7 +72,7 @@ def _config(upstream: str, upstream_key: str, master_key: str) -> str:
     litellm_params:
       model: openai/{local}
       api_base: {upstream}/v1
-      api_key: {upstream_key}
+      api_key: {upstream_key}{_prices(name)}
     model_info:
       mode: {mode}
       supports_reasoning: {str(mode == "responses").lower()}

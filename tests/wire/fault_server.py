@@ -286,9 +286,15 @@ async def ok(srv: FaultServer, req: Request, resp: Response) -> None:
                         },
                         event="response.created",
                     ),
-                    encode(
-                        {"type": "response.reasoning_summary_text.delta", "delta": "Thought."},
-                        event="response.reasoning_summary_text.delta",
+                    *(
+                        []
+                        if req.scenario == "summary-at-end"  # the summary only in the completed response
+                        else [
+                            encode(
+                                {"type": "response.reasoning_summary_text.delta", "delta": "Thought."},
+                                event="response.reasoning_summary_text.delta",
+                            )
+                        ]
                     ),
                     encode(
                         {"type": "response.output_text.delta", "delta": "Forty"},
@@ -683,11 +689,39 @@ async def echo_key_header(srv: FaultServer, req: Request, resp: Response) -> Non
     await resp.json(200, completion("m"), echo)
 
 
+LITELLM_COST = "0.00042"  # what the proxy says a whole answer of model "m" cost
+LITELLM_STREAM_COST = 0.00021  # and a streamed one, in its last usage chunk
+LITELLM_MODEL_INFO = {  # its /model/info: per-token prices, for a model its answers do not price
+    "data": [
+        {"model_name": "m", "model_info": {"input_cost_per_token": 1e-5, "output_cost_per_token": 3e-5}},
+        {
+            "model_name": "by-info",
+            "model_info": {"input_cost_per_token": 2e-6, "output_cost_per_token": 4e-6},
+        },
+        {"model_name": "free-form", "model_info": {"mode": "chat"}},
+    ]
+}
+
+
 async def litellm(srv: FaultServer, req: Request, resp: Response) -> None:
-    """What LiteLLM's proxy sends: its call id header, and FastAPI ``detail`` error bodies."""
+    """What LiteLLM's proxy sends: its call id header, FastAPI ``detail`` error bodies, what
+    an answer cost (a header; a stream asked for its usage: in the last usage chunk), its
+    ``/model/info``. Models other than "m" come without a cost (the header says "None")."""
     ids = {"x-litellm-call-id": f"call-{req.count}", "x-litellm-response-id": "resp-x"}
     if req.path == "/v1/chat/completions":
-        return await resp.json(200, completion("m"), ids)
+        body = req.json()
+        if body.get("stream"):
+            events = [chunk(role=True), chunk("Hello"), chunk(" world"), chunk(finish="stop")]
+            if (body.get("stream_options") or {}).get("include_usage"):
+                events.append(chunk(usage={**USAGE, "cost": LITELLM_STREAM_COST}))
+            await resp.start_sse(ids)
+            for event in [*events, b"data: [DONE]\n\n"]:
+                await resp.send(event if isinstance(event, bytes) else encode(event))
+            return await resp.end()
+        cost = LITELLM_COST if body["model"] == "m" else "None"
+        return await resp.json(200, completion(body["model"]), {**ids, "x-litellm-response-cost": cost})
+    if req.path == "/model/info":
+        return await resp.json(200, LITELLM_MODEL_INFO, ids)
     if req.path == "/v1/models":
         detail = [
             {"loc": ["query", "limit"], "msg": "Input should be a valid integer", "type": "int_parsing"},
@@ -847,6 +881,7 @@ SCENARIOS: dict[str, Handler] = {
     "typed-empty": typed(""),
     "typed-refuses-native": typed(REVIEW_JSON, refuses_native=True),
     "typed-takes-native": typed(REVIEW_JSON, takes_native=True),
+    "summary-at-end": ok,
 }
 
 

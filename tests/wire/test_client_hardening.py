@@ -199,19 +199,19 @@ def test_the_log_filter_masks_arguments_children_and_stays_idle_when_logging_is_
 
 def test_litellm_request_ids_and_fastapi_error_bodies(make):
     gw = make("litellm", max_retries=0)
-    assert gw.chat("m", HI).meta.request_id == "call-1"
+    assert gw.chat("m", HI).meta.request_id == "call-1"  # then call-2: its /model/info, asked once
     with pytest.raises(APIError) as validation:
         gw.models()
     assert str(validation.value) == (
         "422 from GET /v1/models: query.limit: Input should be a valid integer; query.page: Field required "
-        "(request id call-2)"
+        "(request id call-3)"
     )
-    with pytest.raises(NotFoundError, match=r"^404 from POST /v1/messages: Not Found \(request id call-3\)$"):
+    with pytest.raises(NotFoundError, match=r"^404 from POST /v1/messages: Not Found \(request id call-4\)$"):
         gw.messages("m", HI)
     with pytest.raises(BadRequestError) as auth:
         gw.generate_content("g", "x")
     assert str(auth.value).endswith(
-        "Authentication Error - invalid proxy key (request id call-4). "
+        "Authentication Error - invalid proxy key (request id call-5). "
         "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
     )
 

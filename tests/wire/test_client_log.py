@@ -257,6 +257,33 @@ def test_a_streamed_reply_answers_a_plain_request_in_the_endpoint_shape(make, fa
         assert set(reply.raw) & {"content", "candidates", "output"}
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_reasoning_summary_sent_only_in_the_completed_response_is_kept(make, asynchronous):
+    """Some gateways stream no ``reasoning_summary_text`` deltas: the summary is only in the
+    response of ``response.completed``. The stream, a chat stream routed there, and the log
+    keep it."""
+    gw = make("summary-at-end", asynchronous=asynchronous, reasoning_patterns=["deep-*"])
+    if asynchronous:
+
+        async def both() -> list[tuple[str, str | None]]:
+            streams = [
+                await gw.responses("deep-thinker", "Why?", stream=True),
+                await gw.chat("deep-thinker", HI, stream=True),
+            ]
+            return [(await s.aread(), s.reasoning) for s in streams]
+
+        got = asyncio.run(both())
+    else:
+        streams = [
+            gw.responses("deep-thinker", "Why?", stream=True),
+            gw.chat("deep-thinker", HI, stream=True),
+        ]
+        got = [(s.read(), s.reasoning) for s in streams]
+    assert got == [("Forty-two.", "Thought briefly.")] * 2
+    rows = store.default_store().logs(n=2)
+    assert [(r["endpoint"], r["reasoning"]) for r in rows] == [("/v1/responses", "Thought briefly.")] * 2
+
+
 def test_errors_and_partial_replies_are_never_cached(make, fault):
     gw = make("400", cache=True)
     for _ in range(2):

@@ -39,11 +39,15 @@ its `Row`), and the batch keeps only the row's outcome (error, usage, provenance
 reply: ``gatecell map`` writes rows as they finish and holds no reply to the end.
 
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
-number of rows. Finished rows go to the store's writer thread in groups (every
-`FLUSH_SECONDS`, or `FLUSH_ROWS` at a time), so that it commits them in a few large
-transactions rather than one per row, and a worker does not start a new row while more than
-`UNCOMMITTED` finished rows wait for their commit. So a process killed outright re-sends at
-most ``concurrency + UNCOMMITTED`` rows that the gateway had answered.
+number of rows. A finished row goes to the store's writer thread at once, and its worker
+starts the next row only once the row is committed (`Store.committed`: the writer wakes the
+loop once per transaction). The writer commits whatever waits in one transaction (group
+commit), so rows gather while one commits and the next takes them all: as fast as the disk
+allows, with no timer. So a process killed outright re-sends at most ``concurrency`` rows
+the gateway had answered: each worker holds one row, in flight or waiting for its commit
+(the rows of the transaction under way among them). Each row is priced as it is logged
+(`gatecell.store.prices.Pricing`: what the gateway said, else its model info's or the user's
+prices).
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ from gatecell.wire.exchange import Program
 from gatecell.wire.http import BodyTooLarge, Headers, Request, Response, TransportError
 from gatecell.wire.http11 import BROKEN, Pool, ProxyError, with_body
 from gatecell.wire.proxies import Proxies
-from gatecell.wire.results import reply_text
+from gatecell.wire.results import reply_text, response_cost
 from gatecell.wire.schemas import usage_of
 from gatecell.wire.structured import parse
 
@@ -74,12 +78,10 @@ from .pacing import Pacing, pause_for
 from .result import Batch, BatchError, Row, Tokens
 from .rows import RowError, Rows, Template
 
-__all__ = ["Engine", "RATE_LIMIT_RETRIES", "UNCOMMITTED", "EMPTY_REPLY"]
+__all__ = ["Engine", "RATE_LIMIT_RETRIES", "EMPTY_REPLY"]
 
 RATE_LIMIT_RETRIES = 20  # 429s one row may wait out with the whole batch; the next fails it
-UNCOMMITTED = 500  # finished rows that may wait for their commit before workers hold back
-FLUSH_SECONDS = 0.05  # how long a finished row waits, at most, before it goes to the writer
-FLUSH_ROWS = 200  # or how many wait
+_LAST_COMMIT_WAIT = 10.0  # seconds the end of a batch waits for its last rows' commit
 _FIRST_COMPLETION_GUESS = 100  # tokens per reply assumed for tpm until replies say better
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 _JSON = {"content-type": "application/json"}
@@ -151,11 +153,12 @@ class Engine:
         self._stopping = False
         self._failure: Row | None = None
         self._tasks: list[asyncio.Future[None]] = []
-        self._catching_up: asyncio.Future[None] | None = None  # see `_committed`
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._logged = 0  # rows handed to the writer
-        self._unlogged: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # rows not yet handed
-        self._committed_base = store.rows if store is not None else 0
+        self._ticket: int | None = None  # of the last exchange handed to the writer
+        from gatecell.store.keys import gateway_address
+
+        self._pricing = store.pricing() if store is not None else None  # what rows cost, when known
+        self._address = gateway_address(gateway)
         # The keys the log can answer, read once (None: too many, ask per row): most rows of a
         # batch are not in the log, and a set says so without a query.
         self._answerable = store.answer_keys() if store is not None and self.cache else None
@@ -184,25 +187,6 @@ class Engine:
             if self._failure is not None and self.on_error == "raise":
                 self.stop()
                 return
-            if self._uncommitted() > UNCOMMITTED:
-                await self._committed()
-
-    async def _committed(self) -> None:
-        """Wait until the writer has caught up. The workers held back share one poll: 64
-        workers polling each would cost the event loop more than the rows they wait for."""
-        if self._catching_up is None or self._catching_up.done():
-            self._catching_up = asyncio.ensure_future(self._catch_up())
-        await asyncio.shield(self._catching_up)
-
-    async def _catch_up(self) -> None:
-        while self._uncommitted() > UNCOMMITTED:
-            await asyncio.sleep(0.002)
-
-    def _uncommitted(self) -> int:
-        store = self.store
-        if store is None or store.off is not None or not store.log_enabled:
-            return 0
-        return len(self._unlogged) + self._logged - (store.rows - self._committed_base)
 
     async def _row(self, position: int, label: Any, fields: Mapping[str, Any]) -> None:
         started = time.perf_counter()
@@ -248,10 +232,12 @@ class Engine:
         row.attempts = row.attempts or sender.sent
         self._results[position] = row
         self._count(row, sender)
-        self._log(row, sender, usage, failure, value)
+        ticket = self._log(row, sender, usage, failure, value)
         if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
             self.on_row(position, row)
             self._results[position] = dataclasses.replace(row, text=None, body=None)
+        if ticket is not None and sender.sent:  # a row sent is in the log before the next
+            await self.store.committed(ticket)
 
     def _count(self, row: Row, sender: _RowSender) -> None:
         if row.error is not None:
@@ -268,64 +254,78 @@ class Engine:
                 self.pacing.correct_tokens((usage.total_tokens or 0) - sender.booked)
                 self._completion_guess += 0.1 * ((usage.completion_tokens or 0) - self._completion_guess)
 
-    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None, value: Any) -> None:
-        """Hand the row's exchanges to the log; ``failure`` is the exchange's own error (an
-        answer that did not validate is no failed exchange: it answers a re-run)."""
+    def _log(self, row: Row, sender: _RowSender, usage: Any, failure: str | None, value: Any) -> int | None:
+        """Price the row, and hand its exchanges to the log at once; the last one's ticket
+        (None: not logged). ``failure`` is the exchange's own error (an answer that did not
+        validate is no failed exchange: it answers a re-run)."""
         store = self.store
+        earlier_rounds = sender.earlier or []  # a typed row's rounds before a repair
+        rounds = [(None, None) if e.hit else self._price(e.cost, _usage(e.reply)) for e in earlier_rounds]
+        last = (None, None) if row.cached or sender.hit else self._price(sender.cost, usage)
+        paid = [r for r, e in zip(rounds, earlier_rounds, strict=True) if not e.hit]
+        paid += [] if row.cached or sender.hit else [last]  # what came from the log cost nothing
+        if paid and all(cost is not None for cost, _ in paid):
+            row.cost = sum(cost for cost, _ in paid if cost is not None)
+            row.cost_source = "+".join(dict.fromkeys(source for _, source in paid if source))
         if store is None or sender.body is None:
-            return
+            return None
         typed: dict[str, Any] = {}
         if self.schema is not None:  # the value as JSON now: no model instance waits for the writer
             typed = {"schema": self.schema, "parsed_json": self.schema.logged(value)}
-        for earlier in sender.earlier or ():  # the rounds before a repair: answers that did not validate
-            reply = earlier.reply
-            self._unlogged.append(
-                (
-                    (earlier.path, self.model, earlier.body),
-                    {
-                        "response": earlier.raw.decode("utf-8", "replace"),
-                        "text": reply_text(reply),
-                        "usage": _usage(reply),
-                        "status": earlier.status,
-                        "request_id": earlier.request_id,
-                        "gateway": self.gateway,
-                        "cached": earlier.hit,
-                        "cache_key": earlier.key,
-                        "secrets": (self.programs.api_key,),
-                        "schema": self.schema,
-                    },
-                )
+        for earlier, (cost, source) in zip(earlier_rounds, rounds, strict=True):
+            reply = earlier.reply  # the rounds before a repair: answers that did not validate
+            store.record_exchange(
+                earlier.path,
+                self.model,
+                earlier.body,
+                response=earlier.raw.decode("utf-8", "replace"),
+                text=reply_text(reply),
+                usage=_usage(reply),
+                status=earlier.status,
+                request_id=earlier.request_id,
+                gateway=self.gateway,
+                cached=earlier.hit,
+                cache_key=earlier.key,
+                secrets=(self.programs.api_key,),
+                schema=self.schema,
+                cost=cost,
+                cost_source=source,
             )
-        arguments = (sender.path or row.endpoint or "", self.model, sender.body)
-        self._unlogged.append(
-            (
-                arguments,
-                {
-                    "response": sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
-                    "text": row.text,
-                    "usage": usage,
-                    "latency": row.latency,
-                    "status": sender.status,
-                    "error": failure,
-                    "request_id": row.request_id,
-                    "gateway": self.gateway,
-                    "cached": sender.hit if self.schema is not None else row.cached,
-                    "cache_key": sender.key,
-                    "secrets": (self.programs.api_key,),
-                    **typed,
-                },
-            )
+        ticket = store.record_exchange(
+            sender.path or row.endpoint or "",
+            self.model,
+            sender.body,
+            response=sender.raw.decode("utf-8", "replace") if sender.raw is not None else row.body,
+            text=row.text,
+            usage=usage,
+            latency=row.latency,
+            status=sender.status,
+            error=failure,
+            request_id=row.request_id,
+            gateway=self.gateway,
+            cached=sender.hit if self.schema is not None else row.cached,
+            cache_key=sender.key,
+            secrets=(self.programs.api_key,),
+            cost=last[0],
+            cost_source=last[1],
+            **typed,
         )
-        if len(self._unlogged) >= FLUSH_ROWS:
-            self._hand_over()
+        if ticket is not None:
+            self._ticket = ticket
+        return ticket
 
-    def _hand_over(self) -> None:
-        """Give the finished rows to the store's writer, all at once: it commits what it finds
-        waiting in one transaction."""
-        unlogged, self._unlogged = self._unlogged, []
-        for arguments, fields in unlogged:
-            self.store.record_exchange(*arguments, **fields)
-        self._logged += len(unlogged)
+    def _price(self, said: float | None, usage: Any) -> tuple[float | None, str | None]:
+        """What one exchange of a row cost, and who said (see `gatecell.store.prices`)."""
+        if self._pricing is None:
+            return None, None
+        tokens = Tokens.of(usage_of(usage)) if usage is not None and not isinstance(usage, Tokens) else usage
+        return self._pricing.cost(
+            said,
+            self._address,
+            self.model,
+            tokens.prompt_tokens if tokens else None,
+            tokens.completion_tokens if tokens else None,
+        )
 
     async def _watch(self) -> None:
         """Cut the requests past the request timeout. One timer for the batch rather than one
@@ -339,11 +339,6 @@ class Engine:
                     self._expired.add(task)
                     task.cancel()
 
-    async def _hand_over_often(self) -> None:
-        while True:
-            await asyncio.sleep(FLUSH_SECONDS)
-            self._hand_over()
-
     # -- running ----------------------------------------------------------------------
 
     async def run(self) -> Batch:
@@ -355,7 +350,6 @@ class Engine:
         self._tasks = [asyncio.ensure_future(self._worker(itertools.islice(rows, 1) if first else rows))]
         if self._stopping:  # stopped before it began
             self.stop()
-        handing = asyncio.ensure_future(self._hand_over_often())
         watching = asyncio.ensure_future(self._watch())
         interrupted = False
         try:
@@ -374,17 +368,12 @@ class Engine:
             for task in self._tasks:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
-            handing.cancel()
             watching.cancel()
-            if self._catching_up is not None:
-                self._catching_up.cancel()
-            if self.store is not None:
-                self._hand_over()
             for pool in self._pools.values():
                 await pool.aclose()
         batch = self._batch(interrupted)
-        if self.store is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.store.flush, 10.0)
+        if self.store is not None:  # the rows logged last, cached ones and those of a stop too
+            await self.store.committed(self._ticket, _LAST_COMMIT_WAIT)
         if self._failure is not None and self.on_error == "raise":
             raise BatchError(f"row {self._failure.label!r}: {self._failure.error}", batch)
         return batch
@@ -464,11 +453,12 @@ class Engine:
 class _Round:
     """An answered request of a typed row that a repair round followed (for the log)."""
 
-    __slots__ = ("body", "path", "raw", "status", "key", "hit", "request_id")
+    __slots__ = ("body", "path", "raw", "status", "key", "hit", "request_id", "cost")
 
     def __init__(self, sender: _RowSender, request_id: str | None) -> None:
         self.body, self.path, self.raw = sender.body, sender.path or "", sender.raw or b""
         self.status, self.key, self.hit, self.request_id = sender.status, sender.key, sender.hit, request_id
+        self.cost = sender.cost
 
     @property
     def reply(self) -> Any:
@@ -483,7 +473,7 @@ class _RowSender:
 
     __slots__ = (
         *("engine", "key", "body", "path", "raw", "status", "sent", "booked", "rate_limited"),
-        *("hit", "request_id", "earlier"),
+        *("hit", "request_id", "earlier", "cost"),
     )
 
     def __init__(self, engine: Engine) -> None:
@@ -493,6 +483,7 @@ class _RowSender:
         self.path: str | None = None
         self.raw: bytes | None = None  # the last answer's body
         self.status: int | None = None
+        self.cost: float | None = None  # what the gateway said the last answer cost
         self.sent = 0
         self.booked = 0.0  # tokens booked on the tpm schedule
         self.rate_limited = 0
@@ -542,7 +533,7 @@ class _RowSender:
             finally:
                 pacing.release()
             headers = Headers.from_raw(head)
-            self.status, self.raw = status, content
+            self.status, self.raw, self.cost = status, content, response_cost(headers)
             if status == 429:
                 self.rate_limited += 1
                 pause = pause_for(headers, self.rate_limited, engine._retry_after_cap)
@@ -561,7 +552,7 @@ class _RowSender:
     def _replayed(self, request: Request, answer: Any) -> Response:
         """A typed row's logged answer, handed to its program as the gateway's: the program
         reads it, and goes on to a repair round when it does not validate."""
-        self.hit, self.request_id = True, answer.request_id
+        self.hit, self.request_id, self.cost = True, answer.request_id, None
         self.status, self.raw = 200, json.dumps(answer.response).encode()
         headers = {**_JSON, "x-request-id": answer.request_id} if answer.request_id else _JSON
         return Response(200, Headers(headers), request, content=self.raw)

@@ -43,7 +43,9 @@ class Row:
     ``value`` is the answer's validated value when the batch had a ``schema`` (a row whose
     answer never validated has none, and its ``error`` says why), read from the answer when
     asked, for the same reason: a model instance per row is several objects the garbage
-    collector would walk, again and again, while the batch runs.
+    collector would walk, again and again, while the batch runs. ``cost`` is what the row
+    cost in US dollars when known, and ``cost_source`` who said (``gateway``, ``model-info``,
+    ``prices``; see `gatecell.store.prices`); a row from the log cost nothing and has none.
     """
 
     label: Any
@@ -58,6 +60,8 @@ class Row:
     attempts: int = 0
     body: Any = None
     schema: Schema | None = field(default=None, repr=False)
+    cost: float | None = None
+    cost_source: str | None = None
 
     @property
     def reply(self) -> Any:
@@ -223,19 +227,38 @@ class Batch:
         return {self.labels[i]: e for i, e in zip(failed, errors, strict=True)}
 
     @property
-    def usage(self) -> dict[str, int]:
-        """Tokens of the rows answered, and how many were sent or came from the log."""
-        totals = dict.fromkeys(_USAGE, 0)
+    def usage(self) -> dict[str, Any]:
+        """Tokens of the rows answered, how many were sent or came from the log, and what
+        they cost: ``cost`` the known costs added (None when none is known), ``cost_source``
+        where they came from (``gateway``, ``model-info``, ``prices``, several joined by
+        ``+``), ``unpriced_rows`` the rows sent whose cost is unknown."""
+        from gatecell.store.prices import SOURCES
+
+        totals: dict[str, Any] = dict.fromkeys(_USAGE, 0)
+        cost: float | None = None
+        sources: set[str] = set()
+        unpriced = 0
         for r in self.rows:
             if r is not None and r.usage is not None:
                 for name in _USAGE:
                     totals[name] += getattr(r.usage, name)
+            if r is None or r.cached:
+                continue
+            if r.cost is not None:  # a row that failed may have cost something too (a typed one)
+                cost = (cost or 0.0) + r.cost
+                sources.update((r.cost_source or "").split("+"))
+            elif r.error is None:
+                unpriced += 1
         totals["requests"] = self.requests
         totals["cached_rows"] = self.cached
+        totals["cost"] = cost
+        totals["cost_source"] = "+".join(s for s in SOURCES if s in sources) or None
+        totals["unpriced_rows"] = unpriced
         return totals
 
     def to_pandas(self) -> Any:
-        """One row per input row: text, error, tokens, latency, cached, request id."""
+        """One row per input row: text, error, tokens, latency, cached, request id, cost and
+        its source."""
         import pandas as pd
 
         records = []
@@ -251,6 +274,8 @@ class Batch:
                     "latency": r.latency if r else None,
                     "cached": r.cached if r else None,
                     "request_id": r.request_id if r else None,
+                    "cost": r.cost if r else None,
+                    "cost_source": r.cost_source if r else None,
                 }
             )
         frame = pd.DataFrame.from_records(records, columns=list(records[0]) if records else None)

@@ -374,9 +374,11 @@ def _add_store_commands(sub: argparse._SubParsersAction) -> None:
 
     usage = sub.add_parser(
         "usage",
-        help="requests and tokens per model per day, from the log",
-        description=f"{where}; costs only for models priced in GATECELL_PRICES (a TOML or JSON file "
-        'of dollars per million tokens: {"gpt-4o": {"input": 2.5, "output": 10}}). Days are UTC.',
+        help="requests, tokens and cost per model per day, from the log",
+        description=f"{where}; the cost of each request as its gateway said, else by the prices of the "
+        "gateway's model info, else by GATECELL_PRICES (a TOML or JSON file of dollars per million "
+        'tokens: {"gpt-4o": {"input": 2.5, "output": 10}}), else unknown; its source beside it. '
+        "Days are UTC.",
     )
     usage.add_argument("--since", help="from this UTC date (YYYY-MM-DD) or ISO time on")
     usage.add_argument("--json", action="store_true", help="one JSON object per line")

@@ -83,15 +83,15 @@ def _plain(value: Any) -> Any:
 
 
 def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
-    """Model, endpoint, latency (s), usage and request id of a response, as plain JSON, and
-    ``"cached": true`` for an answer from the log.
+    """Model, endpoint, latency (s), usage, request id and, when known, cost (US dollars) and
+    its source of a response, as plain JSON, and ``"cached": true`` for an answer from the log.
 
     ``meta`` is the client's ResponseMeta (or anything with those attributes, or None);
     ``extra`` fills or overrides fields (``model=...``, ``job_id=...``). Empty fields are
     left out.
     """
     prov: dict[str, Any] = {}
-    for field in ("model", "endpoint", "latency", "usage", "request_id"):
+    for field in ("model", "endpoint", "latency", "usage", "request_id", "cost", "cost_source"):
         value = getattr(meta, field, None)
         if field == "latency" and isinstance(value, (int, float)):
             value = round(float(value), 3)
@@ -116,11 +116,16 @@ def _tokens(usage: Any) -> str:
 
 
 def footer_text(prov: dict[str, Any]) -> str:
-    """One line: ``local-chat · /v1/chat/completions · 0.42 s · 12 in / 80 out tokens · id``."""
+    """One line: ``local-chat · /v1/chat/completions · 0.42 s · 12 in / 80 out tokens ·
+    $0.00042 (gateway) · request id``."""
     parts = [prov.get("model"), prov.get("endpoint")]
     if isinstance(prov.get("latency"), (int, float)):
         parts.append(f"{prov['latency']:.2f} s")
     parts.append(_tokens(prov.get("usage")))
+    cost = prov.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        dollars = f"{cost:.6f}".rstrip("0").rstrip(".")
+        parts.append(f"${dollars} ({prov['cost_source']})" if prov.get("cost_source") else f"${dollars}")
     if prov.get("request_id"):
         parts.append(f"request {prov['request_id']}")
     if prov.get("cached"):

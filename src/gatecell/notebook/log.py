@@ -83,8 +83,9 @@ def show_log(n: int, q: str | None, model: str | None, conversation: str | None)
 
 
 def show_usage(since: str | None, prices: Any) -> None:
-    """Requests and tokens per day and model; a cost column only where prices are given:
-    ``%config Gatecell.prices`` (a file, or a table), else ``GATECELL_PRICES``."""
+    """Requests, tokens and cost per day and model: each request's cost as logged (its
+    gateway's figure, or its model info's prices), else by ``%config Gatecell.prices`` (a
+    file, or a table), else ``GATECELL_PRICES``; its source beside it."""
     from gatecell.store import settings
     from gatecell.store.prices import load_prices, prices_from
     from gatecell.store.report import since_value, usage_cells

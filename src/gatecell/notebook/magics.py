@@ -151,7 +151,7 @@ def _store_commands(sub: Any) -> None:
     )
     log.add_argument("-m", "--model", help="only this model")
     log.add_argument("-c", "--conversation", metavar="NAME", help="only this conversation")
-    usage = sub.add_parser("usage", help="requests and tokens per model per day (cost with Gatecell.prices)")
+    usage = sub.add_parser("usage", help="requests, tokens and cost (with its source) per model per day")
     usage.add_argument("--since", metavar="DATE", help="from this UTC date (YYYY-MM-DD) or ISO time on")
     jobs = sub.add_parser("jobs", help="recent imagine, video and music jobs, from every kernel")
     jobs.add_argument("-n", "--count", type=int, default=20, help="how many (default 20; 0: all)")

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+_MAPPING = (dict, Mapping)  # dict first: what JSON gives, and an instant check
+
 __all__ = ["cache_key", "normalised_body", "gateway_address"]
 
 _DROPPED = frozenset(("stream", "stream_options"))
@@ -35,7 +37,7 @@ def normalised_body(body: Mapping[str, Any] | bytes | str | None) -> Any:
         body = bytes(body).decode()
     if isinstance(body, str):
         body = json.loads(body) if body.strip() else None
-    if isinstance(body, Mapping):
+    if isinstance(body, _MAPPING):
         return {k: v for k, v in body.items() if k not in _DROPPED}
     return body
 

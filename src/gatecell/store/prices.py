@@ -1,6 +1,13 @@
-"""Prices the user gave, for the cost column of ``usage``: never guessed.
+"""What an exchange cost, and who said so: never guessed.
 
-``GATECELL_PRICES`` names a TOML or JSON file of US dollars per million tokens::
+In this order (`Pricing.cost`, the ``cost_source`` of each):
+
+- ``gateway``: the gateway's own figure for that answer (LiteLLM's ``x-litellm-response-cost``
+  header, or the ``cost`` of a stream's usage);
+- ``model-info``: the tokens at the prices the gateway's model info gives (LiteLLM's
+  ``GET /model/info``: ``input_cost_per_token``, ``output_cost_per_token``);
+- ``prices``: the tokens at the prices the user gave. ``GATECELL_PRICES`` names a TOML or JSON
+  file of US dollars per million tokens::
 
     {"gpt-4o": {"input": 2.5, "output": 10}}
 
@@ -8,21 +15,25 @@
     input = 2.5
     output = 10
 
-A model missing from the file has no cost (shown as unknown). A malformed file is a
-`ConfigError` naming the variable and what is wrong.
+Else the cost is unknown. A malformed prices file is a `ConfigError` naming the variable and
+what is wrong.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gatecell.wire.errors import ConfigError
 
-__all__ = ["Price", "load_prices", "prices_from"]
+__all__ = ["Price", "Pricing", "SOURCES", "load_prices", "prices_from", "model_info_prices", "usage_cost"]
+
+SOURCES = ("gateway", "model-info", "prices")
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,12 @@ def _parse(path: Path) -> Any:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def load_prices(path: Path) -> dict[str, Price]:
@@ -74,3 +90,70 @@ def prices_from(data: Any, where: str = "prices") -> dict[str, Price]:
             )
         prices[model] = Price(float(entry["input"]), float(entry["output"]))
     return prices
+
+
+def model_info_prices(body: Any) -> dict[str, Price]:
+    """The prices in a LiteLLM ``/model/info`` body (``data[].model_name`` and its
+    ``model_info`` costs per token), by model name; a model without both is left out."""
+    entries = body.get("data") if isinstance(body, dict) else None
+    prices = {}
+    for entry in entries if isinstance(entries, list) else ():
+        name = entry.get("model_name") if isinstance(entry, dict) else None
+        info = entry.get("model_info") if isinstance(entry, dict) else None
+        if not (isinstance(name, str) and isinstance(info, dict)):
+            continue
+        per_token: list[Any] = [info.get("input_cost_per_token"), info.get("output_cost_per_token")]
+        if all(_number(value) for value in per_token) and name not in prices:
+            prices[name] = Price(per_token[0] * 1e6, per_token[1] * 1e6)
+    return prices
+
+
+def usage_cost(usage: Any) -> float | None:
+    """The ``cost`` a usage block carries (LiteLLM's last stream chunk), whatever its type."""
+    if not isinstance(usage, dict):
+        usage = getattr(usage, "model_extra", None)
+    value: Any = usage.get("cost") if isinstance(usage, dict) else None
+    return float(value) if _number(value) else None
+
+
+class Pricing:
+    """The cost of an exchange, and its source (`SOURCES`): the gateway's own figure, else
+    its model info's price for the model, else the user's price for it, else unknown.
+
+    **Parameters:** ``model_info``: prices by (gateway address, model) from the gateways'
+    model info; ``prices``: the user's, by model. (Gateways are named by their address,
+    `keys.gateway_address`.)
+    """
+
+    def __init__(
+        self,
+        model_info: Mapping[tuple[str, str], Price] | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ) -> None:
+        self.model_info = dict(model_info or {})
+        self.prices = dict(prices or {})
+
+    def knows(self, gateway: str, model: str | None) -> bool:
+        """Whether a model has a price here (else only the gateway can say what it cost)."""
+        return model is not None and ((gateway, model) in self.model_info or model in self.prices)
+
+    def cost(
+        self,
+        said: Any,
+        gateway: str,
+        model: str | None,
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+    ) -> tuple[float | None, str | None]:
+        """(dollars, source), or (None, None). ``said`` is the gateway's own figure, if any."""
+        if _number(said):
+            return float(said), "gateway"
+        if model is None or (prompt_tokens is None and completion_tokens is None):
+            return None, None
+        price = self.model_info.get((gateway, model))
+        source = "model-info"
+        if price is None:
+            price, source = self.prices.get(model), "prices"
+        if price is None:
+            return None, None
+        return price.cost(prompt_tokens or 0, completion_tokens or 0), source

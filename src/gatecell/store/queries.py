@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .keys import gateway_address
-from .prices import Price
+from .prices import SOURCES, Price
 from .records import iso, text_of
 from .schema import index_new
 
@@ -31,6 +31,7 @@ __all__ = [
     "job",
     "search_terms",
     "chat_messages",
+    "model_prices",
 ]
 
 
@@ -122,7 +123,8 @@ _EXCHANGE_FIELDS = ", ".join(
     for name in (
         "id time endpoint model api gateway params_json prompt messages_json response reasoning "
         "prompt_tokens completion_tokens reasoning_tokens total_tokens latency status error request_id "
-        "conversation notebook cached partial media_type media_size media_sha256 schema_name parsed_json"
+        "conversation notebook cached partial media_type media_size media_sha256 schema_name parsed_json "
+        "cost cost_source"
     ).split()
 )
 _TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens")
@@ -158,6 +160,8 @@ def _exchange(row: sqlite3.Row) -> dict[str, Any]:
         ),
         "schema": row["schema_name"],
         "parsed": _loads(row["parsed_json"]),
+        "cost": row["cost"],
+        "cost_source": row["cost_source"],
     }
 
 
@@ -278,7 +282,10 @@ def _content(content: Any) -> Any:
 
 @dataclass(frozen=True)
 class UsageRow:
-    """Requests and tokens of one model on one UTC day; ``cost`` None where no price is known."""
+    """Requests and tokens of one model on one UTC day, and what they cost: ``cost`` the sum
+    of the known costs (None when none is known), ``cost_source`` where they came from
+    (``gateway``, ``model-info``, ``prices``, several joined by ``+``), ``unpriced`` the
+    requests with tokens whose cost is unknown."""
 
     day: str
     model: str | None
@@ -289,16 +296,24 @@ class UsageRow:
     reasoning_tokens: int
     total_tokens: int
     cost: float | None
+    cost_source: str | None = None
+    unpriced: int = 0
 
 
 def usage(
     conn: sqlite3.Connection, since: str | None = None, prices: dict[str, Price] | None = None
 ) -> list[UsageRow]:
     """Per UTC day and model, oldest first, of the requests actually sent (cache hits cost
-    nothing and are left out). ``since`` is a date (``YYYY-MM-DD``) or a UTC time, inclusive."""
+    nothing and are left out). ``since`` is a date (``YYYY-MM-DD``) or a UTC time, inclusive.
+    An exchange's cost is the one logged with it; one logged without is priced by ``prices``
+    when the model has one (source ``prices``)."""
     sql = (
         "SELECT substr(time, 1, 10) AS day, model, count(*), count(error), "
-        "total(prompt_tokens), total(completion_tokens), total(reasoning_tokens), total(total_tokens) "
+        "total(prompt_tokens), total(completion_tokens), total(reasoning_tokens), total(total_tokens), "
+        "total(cost), count(cost), group_concat(DISTINCT cost_source), "
+        "total(CASE WHEN cost IS NULL THEN prompt_tokens END), "
+        "total(CASE WHEN cost IS NULL THEN completion_tokens END), "
+        "count(CASE WHEN cost IS NULL AND coalesce(prompt_tokens, completion_tokens) IS NOT NULL THEN 1 END) "
         "FROM exchanges WHERE cached = 0"
     )
     args: list[Any] = []
@@ -307,15 +322,46 @@ def usage(
         args.append(since)
     sql += " GROUP BY day, model ORDER BY day, model"
     rows = []
-    for day, model, requests, errors, prompt, completion, reasoning, total in conn.execute(sql, args):
+    for row in conn.execute(sql, args):
+        day, model, requests, errors, prompt, completion, reasoning, total = row[:8]
+        known, priced, sources, bare_prompt, bare_completion, unpriced = row[8:]
+        cost = known if priced else None
+        found = [name for name in SOURCES if name in (sources or "").split(",")]
         price = (prices or {}).get(model) if model else None
-        cost = price.cost(int(prompt), int(completion)) if price else None
+        if price is not None and unpriced:
+            cost = (cost or 0.0) + price.cost(int(bare_prompt), int(bare_completion))
+            found += [] if "prices" in found else ["prices"]
+            unpriced = 0
         rows.append(
             UsageRow(
-                day, model, requests, errors, int(prompt), int(completion), int(reasoning), int(total), cost
+                day,
+                model,
+                requests,
+                errors,
+                int(prompt),
+                int(completion),
+                int(reasoning),
+                int(total),
+                cost,
+                "+".join(found) or None,
+                unpriced,
             )
         )
     return rows
+
+
+def model_prices(conn: sqlite3.Connection) -> tuple[dict[tuple[str, str], Price], dict[str, str]]:
+    """The prices the gateways' model info gave, by (gateway, model), and when each gateway
+    was asked."""
+    prices, asked = {}, {}
+    for gateway, model, per_input, per_output, fetched in conn.execute(
+        "SELECT gateway, model, input_cost_per_token, output_cost_per_token, fetched FROM model_prices"
+    ):
+        if model == "":
+            asked[gateway] = fetched
+        elif per_input is not None and per_output is not None:
+            prices[(gateway, model)] = Price(per_input * 1e6, per_output * 1e6)
+    return prices, asked
 
 
 # -- jobs ---------------------------------------------------------------------------------

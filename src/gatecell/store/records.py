@@ -30,9 +30,12 @@ from gatecell.wire.structured import instruction
 
 from .keys import cache_key, gateway_address
 
+_MAPPING = (dict, Mapping)  # dict first: what JSON gives, and an instant check
+
 __all__ = [
     "ExchangeEntry",
     "JobEntry",
+    "PricesEntry",
     "EXCHANGE_COLUMNS",
     "JOB_COLUMNS",
     "exchange_row",
@@ -73,6 +76,8 @@ class ExchangeEntry:
     secrets: Secrets
     schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
     parsed_json: str | None = None  # and the value read from it, as JSON
+    cost: float | None = None
+    cost_source: str | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +94,23 @@ class JobEntry:
     notebook: str | None
     body: Any
     secrets: Secrets
+
+
+@dataclass(slots=True)
+class PricesEntry:
+    """What a gateway's model info said its models cost (dollars per million tokens)."""
+
+    at: float
+    gateway: str
+    prices: dict[str, Any]  # model -> `prices.Price`
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The ``model_prices`` rows: one per model, and one of model ``''`` saying when the
+        gateway was asked (so it is not asked again, even if it gave none)."""
+        gateway, at = gateway_address(self.gateway), iso(self.at)
+        rows: list[tuple[Any, ...]] = [(gateway, "", None, None, at)]
+        rows += [(gateway, m, p.input / 1e6, p.output / 1e6, at) for m, p in self.prices.items()]
+        return rows
 
 
 _SECOND: tuple[int, str] = (0, "1970-01-01T00:00:00")  # the last second formatted: rows come in runs
@@ -147,7 +169,7 @@ def text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+        texts = [p["text"] for p in content if isinstance(p, _MAPPING) and isinstance(p.get("text"), str)]
         return "\n".join(texts) if texts else None
     return None
 
@@ -157,7 +179,7 @@ _CONTENT_KEYS = ("messages", "contents", "input", "prompt")
 
 def _prompt_of(body: Any) -> str | None:
     """The last user turn of messages / contents / input, or the ``prompt`` or ``input`` text."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, _MAPPING):
         return None
     for key in _CONTENT_KEYS:
         items = body.get(key)
@@ -165,7 +187,7 @@ def _prompt_of(body: Any) -> str | None:
             return items
         if isinstance(items, list):
             for item in reversed(items):
-                if isinstance(item, Mapping) and item.get("role", "user") == "user":
+                if isinstance(item, _MAPPING) and item.get("role", "user") == "user":
                     text = text_of(item.get("content", item.get("parts")))
                     if text is not None:
                         return text
@@ -177,7 +199,7 @@ def _without_bytes(messages: list[Any]) -> list[Any]:
     (`content_summary`): the log keeps the bytes only with ``log_media``."""
     out = []
     for item in messages:
-        if isinstance(item, Mapping):
+        if isinstance(item, _MAPPING):
             for key in ("content", "parts"):
                 value = item.get(key)
                 if isinstance(value, list):
@@ -202,7 +224,7 @@ def _first(usage: Mapping[str, Any], *names: str) -> int | None:
 
 def _detail(usage: Mapping[str, Any], outer: str, inner: str) -> int | None:
     details = usage.get(outer)
-    return _int(details.get(inner)) if isinstance(details, Mapping) else None
+    return _int(details.get(inner)) if isinstance(details, _MAPPING) else None
 
 
 def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | None]:
@@ -210,7 +232,7 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None, int | None, int | 
     chat, messages, responses and generate-content. Completion tokens include the reasoning
     tokens, as chat and responses count them (Gemini's ``thoughtsTokenCount`` is added)."""
     usage = _plain(usage)
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, _MAPPING):
         return None, None, None, None
     prompt = _first(usage, "prompt_tokens", "input_tokens", "promptTokenCount")
     completion = _first(usage, "completion_tokens", "output_tokens", "candidatesTokenCount")
@@ -233,7 +255,7 @@ EXCHANGE_COLUMNS = tuple(
     "time endpoint model api gateway params_json prompt messages_json response reasoning prompt_tokens "
     "completion_tokens reasoning_tokens total_tokens usage_json latency status error request_id conversation "
     "notebook cached partial cache_key media_type media_size media_sha256 media response_json "
-    "schema_name schema_json parsed_json".split()
+    "schema_name schema_json parsed_json cost cost_source".split()
 )
 JOB_COLUMNS = tuple(
     "gateway kind job_id model prompt state progress error notebook created updated body_json".split()
@@ -281,7 +303,7 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
     if key is None and body is not None:
         key = cache_key(e.endpoint, e.model, body, e.gateway)
     messages = params = None
-    if isinstance(body, Mapping):
+    if isinstance(body, _MAPPING):
         messages = next((body[k] for k in _CONTENT_KEYS[:3] if isinstance(body.get(k), list)), None)
         params = {k: v for k, v in body.items() if k != "model" and k not in _CONTENT_KEYS}
         if messages is not None and not e.log_media:
@@ -328,6 +350,8 @@ def exchange_row(e: ExchangeEntry) -> tuple[Any, ...]:
         media,
         response if isinstance(response, str) else _json(response),
         *((None, None, None) if e.schema is None else (e.schema.name, e.schema.json_text, e.parsed_json)),
+        e.cost,
+        e.cost_source if e.cost is not None else None,
     ]
     return _redacted(row, _EXCHANGE_TEXTS, _EXCHANGE_JSON, e.secrets)
 

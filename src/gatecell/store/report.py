@@ -21,6 +21,7 @@ from .records import iso
 __all__ = [
     "exchange_text",
     "usage_cells",
+    "money",
     "usage_table",
     "jobs_cells",
     "jobs_table",
@@ -119,9 +120,15 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def money(dollars: float) -> str:
+    """US dollars as the tables show them: to the millionth (a request costs fractions of a cent)."""
+    return f"{dollars:.6f}"
+
+
 def usage_cells(rows: list[UsageRow], with_cost: bool) -> tuple[list[str], list[list[str]]]:
     """The header and cells of the usage table (the terminal's and the notebook's); a cost
-    column only when prices were given, ``unknown`` for a model without one."""
+    column and its source when prices were given or a cost is known: ``unknown`` where none
+    is, and how many requests are unknown where some are."""
     header = ["day", "model", "requests", "errors", "prompt", "completion", "reasoning", "total"]
     body = [
         [
@@ -132,17 +139,21 @@ def usage_cells(rows: list[UsageRow], with_cost: bool) -> tuple[list[str], list[
         ]
         for r in rows
     ]
-    if with_cost:
-        header.append("cost ($)")
+    if with_cost or any(r.cost is not None for r in rows):
+        header += ["cost ($)", "source"]
         for cells, r in zip(body, rows, strict=True):
-            cells.append("unknown" if r.cost is None else f"{r.cost:.4f}")
+            source = r.cost_source or "-"
+            if r.unpriced and r.cost is not None:
+                source += f", {r.unpriced} unknown"
+            cells += ["unknown" if r.cost is None else money(r.cost), source]
     return header, body
 
 
 def usage_table(rows: list[UsageRow], with_cost: bool) -> str:
-    """Requests and tokens per day and model; a cost column only when prices were given."""
+    """Requests and tokens per day and model; a cost column when prices were given or a
+    cost is known."""
     header, body = usage_cells(rows, with_cost)
-    return _table(header, body, right=set(range(2, len(header))))
+    return _table(header, body, right=set(range(2, len(header) - (header[-1] == "source"))))
 
 
 def short(text: str | None, width: int = 40) -> str:

@@ -42,6 +42,8 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | schema_name | TEXT | a typed answer's schema: its name (a model class's, ``choice`` for labels...) |
 | schema_json | TEXT | and its JSON Schema |
 | parsed_json | TEXT | the value read from the answer, as JSON; NULL when it did not validate |
+| cost | REAL | what the exchange cost, in US dollars, when known (``cost_source`` says who said) |
+| cost_source | TEXT | ``gateway`` (its answer), ``model-info`` (its model info), ``prices`` (the user's) |
 
 ``jobs``: one row per job-style task (imagine, video, music), updated as it goes.
 
@@ -60,6 +62,18 @@ API key: every text passes through `gatecell.wire.secret.redact` before it is wr
 | created | TEXT | first recorded (UTC ISO 8601) |
 | updated | TEXT | last recorded (UTC ISO 8601) |
 | body_json | TEXT | the gateway's last body about the job |
+
+``model_prices``: the prices a gateway's model info gave (LiteLLM's ``GET /model/info``), asked
+once per gateway and kept with the date they were asked, for the exchanges whose answer did
+not say what they cost.
+
+| Column | Type | What |
+|---|---|---|
+| gateway | TEXT | the gateway's root address |
+| model | TEXT | the model name the gateway serves (``''``: the row saying when the gateway was asked) |
+| input_cost_per_token | REAL | US dollars per input token |
+| output_cost_per_token | REAL | US dollars per output token |
+| fetched | TEXT | when it was asked (UTC ISO 8601) |
 
 ``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content),
 where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it. The index is brought
@@ -227,11 +241,36 @@ def _typed_answers(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE exchanges ADD COLUMN {column} TEXT")
 
 
+def _costs(conn: sqlite3.Connection) -> None:
+    """What each exchange cost and who said so; the prices of a gateway's model info. And two
+    indexes fewer for every insert to keep up (each costs a commit a page write): none on
+    ``model`` (``logs -m`` walks the newest rows instead), and the one on ``conversation``
+    only over the rows that have one."""
+    conn.execute("ALTER TABLE exchanges ADD COLUMN cost REAL")
+    conn.execute("ALTER TABLE exchanges ADD COLUMN cost_source TEXT")
+    conn.execute("DROP INDEX exchanges_model")
+    conn.execute("DROP INDEX exchanges_conversation")
+    conn.execute(
+        "CREATE INDEX exchanges_conversation ON exchanges (conversation, time) WHERE conversation IS NOT NULL"
+    )
+    conn.execute(
+        """CREATE TABLE model_prices (
+            gateway TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_cost_per_token REAL,
+            output_cost_per_token REAL,
+            fetched TEXT NOT NULL,
+            PRIMARY KEY (gateway, model)
+        )"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _tables,
     _search,
     _search_when_asked,
     _typed_answers,
+    _costs,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -1,11 +1,18 @@
 """`Store`: one SQLite file, written by a background thread, read from any thread.
 
-Why a writer thread: a commit costs a disk sync (WAL, ``synchronous=NORMAL``: at checkpoints)
-and redaction, JSON and hashing cost tens of microseconds; none of it belongs on the path of
-a request. `Store.record_exchange` snapshots its arguments into an entry and puts it on a queue; the
-writer takes every entry waiting and commits them in **one transaction per batch**. It
-flushes on `Store.flush`, at `close`, and at interpreter exit. A process killed outright
-loses only what was still queued: SQLite's journal keeps the file whole.
+Why a writer thread: redaction, JSON, hashing and SQLite cost tens of microseconds, and a
+write may have to wait for another process's transaction; none of it belongs on the path of
+a request. `Store.record_exchange` snapshots its arguments into an entry, puts it on a queue
+and returns its **ticket**; the writer takes every entry waiting and commits them in **one
+transaction** (group commit): while one transaction commits, new entries gather, and the
+next takes them all. There is no timer: an entry waits only for the transaction before it.
+
+Who waits for a commit decides: the client's calls wait for theirs (`Store.wait`, or
+`Store.committed` on an event loop, which never blocks the loop), so what a notebook showed
+is in the file, and a second process sees it, when the call returns; a batch's workers each
+wait for their last row before starting the next. A process killed outright loses only
+what was still queued or in the transaction under way: SQLite's journal keeps the file whole.
+`flush` waits for everything queued, as `close` and interpreter exit do.
 
 Why per-thread readers: a SQLite connection is for one thread at a time; with WAL, readers
 never wait for the writer (or for other processes' writers).
@@ -15,8 +22,9 @@ timeout, and one still locked after that is retried rather than dropped.
 
 Faults never break the caller. A folder that cannot be written, a full disk or a file that is
 not a database turns the store off (`record_exchange`, `record_job` and `lookup` become no-ops) and says
-so once per process and file, in one line on stderr. The queries (`logs`, `usage`, ...) raise
-`StoreError` instead, since their caller asked for the data.
+so once per process and file, in one line on stderr; entries it drops count as done, so no
+one waits for them. The queries (`logs`, `usage`, ...) raise `StoreError` instead, since
+their caller asked for the data.
 
 The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
 a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
@@ -26,8 +34,11 @@ the store is off, said in one line, as for any other fault.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
+import heapq
+import itertools
 import os
 import queue
 import sqlite3
@@ -46,8 +57,20 @@ from gatecell.wire.private import Untrusted, create_private, private_file, priva
 from gatecell.wire.secret import Secret
 
 from . import queries
-from .prices import Price, load_prices
-from .records import EXCHANGE_COLUMNS, JOB_COLUMNS, ExchangeEntry, JobEntry, exchange_row, job_row
+from .checkpoints import Checkpointer
+from .keys import gateway_address
+from .prices import Price, Pricing, load_prices, usage_cost
+from .records import (
+    EXCHANGE_COLUMNS,
+    JOB_COLUMNS,
+    ExchangeEntry,
+    JobEntry,
+    PricesEntry,
+    exchange_row,
+    iso,
+    job_row,
+    usage_counts,
+)
 from .schema import migrate
 
 __all__ = ["Store", "StoreError", "connect"]
@@ -56,7 +79,6 @@ BUSY_TIMEOUT = 10.0  # seconds a statement waits for another process's write loc
 _ATTEMPTS = 6  # write attempts of a batch that keeps finding the file locked
 _BATCH = 1000  # entries per transaction at most
 _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
-_LINGER = 0.05  # seconds the writer waits for more entries before it commits a batch
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
@@ -131,6 +153,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
+Entry = ExchangeEntry | JobEntry | PricesEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -168,10 +191,14 @@ class Store:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._local = threading.local()
-        self._queued = 0  # entries put on the queue
-        self._written = 0  # entries the writer is done with
+        self._queued = 0  # entries put on the queue: the last ticket given
+        self._written = 0  # entries the writer is done with (committed or dropped), in order
+        self._waiters: list[tuple[int, int, Any]] = []  # a heap of (ticket, order, lock or future)
+        self._order = itertools.count()
         self._answers: Counter[str] = Counter()  # queued entries that could answer a key ('': not known yet)
-        self._urgent = threading.Event()  # a flush or close waits: the writer commits at once
+        self._pricing: Pricing | None = None  # see `pricing`
+        self._prices_path: str | None = None
+        self._asked: dict[str, str] = {}  # gateway address -> when its model info was asked
 
     def __repr__(self) -> str:
         state = f"off: {self.off}" if self.off else ("logging" if self.log_enabled else "not logging")
@@ -208,8 +235,11 @@ class Store:
         at: float | None = None,
         schema: Any = None,
         parsed_json: str | None = None,
-    ) -> None:
-        """Log one exchange; returns at once (the writer thread commits it).
+        cost: float | None = None,
+        cost_source: str | None = None,
+    ) -> int | None:
+        """Log one exchange; returns at once, with the entry's ticket for `wait` and
+        `committed` (None when nothing is logged: logging off, or the store off).
 
         ``request`` is the body sent (JSON bytes as sent, or a dict); ``response`` the raw
         reply body (parsed JSON, or its JSON bytes as received: decoded in the writer thread),
@@ -222,11 +252,12 @@ class Store:
         ``cache_key``, when the caller has computed it already, saves computing it again.
         ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
         the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
-        model instance waits for the writer).
+        model instance waits for the writer). ``cost`` is what it cost in US dollars, and
+        ``cost_source`` who said (`prices.SOURCES`; see `pricing`).
         """
         if not self.log_enabled or self.off is not None:
-            return
-        self._put(
+            return None
+        return self._put(
             ExchangeEntry(
                 time.time() if at is None else at,
                 endpoint,
@@ -254,6 +285,8 @@ class Store:
                 secrets,
                 schema,
                 parsed_json,
+                cost,
+                cost_source,
             )
         )
 
@@ -272,15 +305,15 @@ class Store:
         body: Any = None,
         secrets: Sequence[Secret | str | None] = (),
         at: float | None = None,
-    ) -> None:
+    ) -> int | None:
         """Record a job, or what is new about it: insert or update by (gateway, kind, job_id).
 
         Fields left None keep their recorded value; an update older than the recorded one
         (``at``) changes nothing, so two kernels polling the same job cannot go back in time.
-        Returns at once, like `record_exchange`.
+        Returns at once with a ticket, like `record_exchange`.
         """
         if not self.log_enabled or self.off is not None:
-            return
+            return None
         entry = JobEntry(
             time.time() if at is None else at,
             gateway,
@@ -295,9 +328,76 @@ class Store:
             body,
             secrets,
         )
-        self._put(entry)
+        return self._put(entry)
 
-    def _put(self, entry: ExchangeEntry | JobEntry) -> None:
+    # -- what exchanges cost ---------------------------------------------------------------
+
+    def pricing(self) -> Pricing:
+        """The prices an exchange whose answer did not say what it cost is priced by: the
+        gateways' model info kept in the log, and ``GATECELL_PRICES`` (read when it changes;
+        a file that cannot be read prices nothing here, and says so once: ``usage`` raises)."""
+        path = os.environ.get("GATECELL_PRICES") or None
+        pricing = self._pricing
+        if pricing is None or path != self._prices_path:
+            model_info = dict(pricing.model_info) if pricing is not None else self._model_info()
+            prices = {}
+            if path:
+                try:
+                    prices = load_prices(Path(path).expanduser())
+                except GatecellError as exc:
+                    _warn_once(f"prices:{path}", f"costs are not priced by GATECELL_PRICES: {exc}")
+            self._pricing, self._prices_path = pricing, path = Pricing(model_info, prices), path
+        return pricing
+
+    def _model_info(self) -> dict[tuple[str, str], Price]:
+        if self.off is not None:
+            return {}
+        try:
+            conn = self._reader()
+            found = queries.model_prices(conn) if conn is not None else ({}, {})
+        except (sqlite3.Error, OSError):
+            return {}
+        self._asked.update(found[1])
+        return found[0]
+
+    def cost_of(
+        self, said: float | None, gateway: str, model: str | None, usage: Any
+    ) -> tuple[float | None, str | None]:
+        """What an exchange cost, and who said (see `pricing`): ``said`` is the gateway's own
+        figure (else its usage's ``cost``), ``usage`` the reply's usage in any shape."""
+        pricing = self.pricing()
+        if said is None:
+            said = usage_cost(usage)
+            if said is None and not (pricing.model_info or pricing.prices):  # nothing to price by
+                return None, None
+        address = gateway_address(gateway)
+        if said is None and not pricing.knows(address, model):
+            return None, None
+        prompt, completion, _, _ = usage_counts(usage)
+        return pricing.cost(said, address, model, prompt, completion)
+
+    def model_info_asked(self, gateway: str) -> str | None:
+        """When this gateway's model info was last asked (UTC ISO 8601), or None."""
+        self.pricing()
+        return self._asked.get(gateway_address(gateway))
+
+    def record_model_prices(
+        self, gateway: str, prices: Mapping[str, Price], at: float | None = None
+    ) -> int | None:
+        """Keep what a gateway's model info says its models cost (replacing what it said
+        before), for this process's pricing at once and in the log; a ticket, as
+        `record_exchange`."""
+        entry = PricesEntry(time.time() if at is None else at, gateway, dict(prices))
+        pricing, address = self.pricing(), gateway_address(gateway)
+        for model in [key for key in pricing.model_info if key[0] == address]:
+            del pricing.model_info[model]
+        pricing.model_info.update({(address, model): price for model, price in prices.items()})
+        self._asked[address] = iso(entry.at)
+        if not self.log_enabled or self.off is not None:
+            return None
+        return self._put(entry)
+
+    def _put(self, entry: Entry) -> int:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -309,17 +409,58 @@ class Store:
             if answers is not None:
                 self._answers[answers] += 1
             self._queue.put(entry)
+            return self._queued
+
+    # -- waiting for commits ------------------------------------------------------------------
+
+    def wait(self, ticket: int | None, timeout: float | None = None) -> bool:
+        """Block until the entry of ``ticket`` (and every one before it) is committed, or
+        dropped by a fault; False if ``timeout`` seconds passed first."""
+        with self._lock:
+            if ticket is None or self._written >= ticket:
+                return True
+            lock = _thread.allocate_lock()
+            lock.acquire()
+            heapq.heappush(self._waiters, (ticket, next(self._order), lock))
+        return lock.acquire(timeout=-1 if timeout is None else timeout)
+
+    def committed(self, ticket: int | None, timeout: float | None = None) -> Any:
+        """An ``asyncio.Future`` of the running loop, done once the entry of ``ticket`` is
+        committed (or dropped), or after ``timeout`` seconds: awaiting it never blocks the
+        loop. The writer wakes each loop once per transaction, however many wait on it."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if ticket is None or self._written >= ticket:
+                future.set_result(None)
+                return future
+            heapq.heappush(self._waiters, (ticket, next(self._order), future))
+        if timeout is not None:
+            timer = loop.call_later(timeout, _resolve, (future,))
+            future.add_done_callback(lambda _: timer.cancel())
+        return future
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything logged so far is committed (or dropped by a fault); False if
         ``timeout`` seconds passed first."""
+        return self.wait(self._queued, timeout)
+
+    def _done(self, entries: list[Entry]) -> None:
+        """``entries`` are done with (committed or dropped): wake whoever waits for them."""
         with self._lock:
-            if self._thread is None:
-                return True
-            done = threading.Event()
-            self._urgent.set()
-            self._queue.put(done)
-        return done.wait(timeout)
+            self._written += len(entries)
+            pending = self._answers
+            for entry in entries:
+                answers = _answers(entry)
+                if answers is not None:
+                    if pending[answers] > 1:
+                        pending[answers] -= 1
+                    else:
+                        del pending[answers]  # no longer pending
+            ready = _ready(self._waiters, self._written)
+        _wake(ready)
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Flush, then end the writer thread and close its connection. Logging again
@@ -331,70 +472,57 @@ class Store:
             # A writer started later gets a queue of its own: each thread owns its queue and
             # connection, so an old one finishing never shares either with a new one.
             self._thread, self._queue = None, queue.SimpleQueue()
-            self._urgent.set()
             ending.put(_STOP)
         thread.join(timeout)
 
-    def _gather(self, entries: queue.SimpleQueue[Any]) -> list[Any]:
-        """The next batch: the first entry, and what comes within `_LINGER` of it. Requests
-        come one by one, and a transaction (or a wake-up of this thread at each `put`) per
-        entry would cost more than the row; a flush or a close ends the wait at once."""
-        batch = [entries.get()]
-        if isinstance(batch[0], (ExchangeEntry, JobEntry)):
-            self._urgent.wait(_LINGER)
-            self._urgent.clear()
-        with contextlib.suppress(queue.Empty):
-            while len(batch) < _BATCH:
-                batch.append(entries.get_nowait())
-        return batch
-
-    def _run(self, entries_queue: queue.SimpleQueue[Any]) -> None:
+    def _run(self, entries: queue.SimpleQueue[Any]) -> None:
+        """The writer: every entry waiting goes in the next transaction (group commit)."""
         conn: sqlite3.Connection | None = None
+        checkpoints = Checkpointer(self.path, connect)
         while True:
-            batch = self._gather(entries_queue)
-            entries = [item for item in batch if isinstance(item, (ExchangeEntry, JobEntry))]
-            if entries:
+            batch = [entries.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < _BATCH:
+                    batch.append(entries.get_nowait())
+            stop = batch[-1] is _STOP  # nothing follows the stop: close() gave this queue up
+            if stop:
+                batch.pop()
+            if batch:
                 try:
-                    conn = self._write(entries, conn)
-                except Exception as exc:  # the writer must outlive anything: flush() waits on it
+                    conn = self._write(batch, conn)
+                except Exception as exc:  # the writer must outlive anything: callers wait on it
                     self._fail(exc)
-                with self._lock:
-                    self._written += len(entries)
-                    for entry in entries:
-                        answers = _answers(entry)
-                        if answers is not None:
-                            self._answers[answers] -= 1
-                    self._answers = +self._answers  # drop the keys no longer pending
-            for item in batch:
-                if isinstance(item, threading.Event):
-                    item.set()
-            if _STOP in batch:
+                self._done(batch)
+                checkpoints.count(len(batch))
+            if stop:
+                checkpoints.stop()
                 if conn is not None:
                     conn.close()
                 return
 
-    def _write(
-        self, entries: list[ExchangeEntry | JobEntry], conn: sqlite3.Connection | None
-    ) -> sqlite3.Connection | None:
+    def _write(self, entries: list[Entry], conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
         """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
-        exchanges, jobs = [], []
+        exchanges, jobs, prices = [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
                     exchanges.append(exchange_row(entry))
-                else:
+                elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
+                else:
+                    prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
                 _warn_once(
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs):
+            if self.off is not None or not (exchanges or jobs or prices):
                 break
             try:
                 if conn is None:
                     conn = connect(self.path)
-                self._commit(conn, exchanges, jobs)
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
+                self._commit(conn, exchanges, jobs, prices)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
@@ -411,7 +539,10 @@ class Store:
 
     @staticmethod
     def _commit(
-        conn: sqlite3.Connection, exchanges: list[tuple[Any, ...]], jobs: list[tuple[Any, ...]]
+        conn: sqlite3.Connection,
+        exchanges: list[tuple[Any, ...]],
+        jobs: list[tuple[Any, ...]],
+        prices: list[PricesEntry],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -419,6 +550,9 @@ class Store:
                 _insert(conn, exchanges)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
+            for entry in prices:  # what the gateway says now replaces what it said before
+                conn.execute("DELETE FROM model_prices WHERE gateway = ?", (gateway_address(entry.gateway),))
+                conn.executemany("INSERT INTO model_prices VALUES (?, ?, ?, ?, ?)", entry.rows())
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite rolls back by itself after some errors (a full disk)
@@ -457,9 +591,9 @@ class Store:
 
         It waits for this process's pending writes only when one of them could be that
         answer (its key is this one, or not known yet): a run of cache hits, each logged,
-        never waits for the commits of the one before. ``settle=False`` never waits: the
-        batch engine looks up rows while it logs others, and a wait per row would hold it to
-        the writer's pace."""
+        never waits for the commits of the others. ``settle=False`` never waits: the batch
+        engine looks up rows while it logs others, and a wait per row would hold it to the
+        writer's pace."""
         if self.off is not None:
             return None
         if settle:
@@ -554,7 +688,7 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
         conn.execute(_INSERT + ", ".join([_ROW] * len(chunk)), [value for row in chunk for value in row])
 
 
-def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
+def _answers(entry: Entry) -> str | None:
     """The cache key a queued entry could answer once written ('' when not known yet), or
     None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
     if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:
@@ -562,6 +696,37 @@ def _answers(entry: ExchangeEntry | JobEntry) -> str | None:
     if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
         return None
     return entry.cache_key or ""
+
+
+def _ready(waiters: list[tuple[int, int, Any]], upto: int) -> list[Any]:
+    """Take from the heap ``waiters`` those whose ticket is at most ``upto``."""
+    ready = []
+    while waiters and waiters[0][0] <= upto:
+        ready.append(heapq.heappop(waiters)[2])
+    return ready
+
+
+def _wake(ready: list[Any]) -> None:
+    """Release the locks of sync waiters; wake each event loop once for its futures."""
+    loops: dict[Any, list[Any]] = {}
+    for waker in ready:
+        if type(waker) is _LOCK:
+            waker.release()
+        else:
+            loops.setdefault(waker.get_loop(), []).append(waker)
+    for loop, futures in loops.items():
+        with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits there
+            loop.call_soon_threadsafe(_resolve, futures)
+
+
+def _resolve(futures: Sequence[Any]) -> None:
+    """In the waiters' loop: their commits are done (a future given up meanwhile is skipped)."""
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
+_LOCK = _thread.LockType
 
 
 def _close_all() -> None:

@@ -29,7 +29,7 @@ from . import schemas
 from .conversation import to_responses
 from .decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
 from .errors import APIError, GatecellError, body_error, connection_error, json_body
-from .exchange import Call, Program, Read, RetryPolicy, exchange, logger
+from .exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange, logger
 from .http import Headers, Request, Response, TransportError, same_origin
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
@@ -154,14 +154,25 @@ class Hooks:
     ``started`` is asked as a call begins (on the caller's thread, before anything is sent):
     it returns a note (handed back with the `Outcome`) and, to answer the call without
     sending it, a `Response` with its `ResponseMeta`, which the endpoint's own parser reads.
-    ``ended`` hears how the call ended, once: at once, or for a stream when it ends.
-    ``job_kind`` lets a job be polled by its id alone.
+    ``ended`` hears how the call ended, once: at once, or for a stream when it ends; what it
+    returns, a `Pending` (the log's commit of the outcome), the call waits for before it
+    returns (a stream before its iteration ends), so what a caller was shown is recorded.
+    ``job_kind`` lets a job be polled by its id alone. ``wants_model_info`` is asked once per
+    client whose gateway is LiteLLM (it names itself in ``x-litellm-*`` headers): if so, its
+    ``GET /model/info`` body (None if that failed) goes to ``model_info`` (the log keeps the
+    prices there, for the answers that do not say what they cost).
     """
 
     def started(self, call: Call) -> tuple[Any, tuple[Response, ResponseMeta] | None]:
         return None, None
 
-    def ended(self, outcome: Outcome) -> None:
+    def ended(self, outcome: Outcome) -> Pending | None:
+        return None
+
+    def wants_model_info(self) -> bool:
+        return False
+
+    def model_info(self, body: Any) -> None:
         pass
 
     def job_kind(self, job_id: str) -> str | None:
@@ -210,6 +221,8 @@ class Calls:
             self._locate = None
         self.api_key = api_key
         self.usage_known = False  # the gateway is known to report usage on streams when asked
+        self.litellm = False  # the gateway named itself LiteLLM (see `_seen`)
+        self._model_info_asked = False
 
     # -- where, and with which key -------------------------------------------------------
 
@@ -318,11 +331,14 @@ class Calls:
         and tell the hooks how it ended; a stream tells them itself when it ends. When the
         hooks have the answer already, it is parsed by the same parser and nothing is sent."""
         note, answered = self.hooks.started(call)
+        failure: GatecellError | None = None
         try:
             if answered is not None:
                 response, meta = answered
             else:
                 response, meta = yield from exchange(self._build, call, self.options.retry, self.api_key)
+                if not self.litellm:
+                    self._seen(response.headers)
                 if call.stream and not _is_sse(response) and not response.is_closed:
                     yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
@@ -330,29 +346,45 @@ class Calls:
                 read_answer(result, call.schema)  # before the hooks hear of it: the log keeps the value
         except TransportError as exc:  # reading an unexpected whole body broke
             failure = connection_error(exc, call.method, call.path)
-            self._ended(Outcome(call, error=failure, note=note))
-            raise failure from None
         except GatecellError as error:
-            self._ended(Outcome(call, error=error, note=note))
-            raise
+            failure = error
+        if failure is not None:
+            pending = self._ended(Outcome(call, error=failure, note=note))
+            if pending is not None:
+                yield Wait(pending)
+            raise failure
+        if self.litellm and not self._model_info_asked:
+            self._model_info_asked = True
+            if self.hooks.wants_model_info():
+                self.hooks.model_info((yield from self._model_metadata()))
         if isinstance(result, Stream):
             result.on_end = lambda stream, error: self._ended(
                 Outcome(call, stream, error, meta, not stream.complete, note=note)
             )
         else:
             body = None if call.stream or _is_sse(response) else response.content
-            self._ended(Outcome(call, result, meta=meta, body=body, note=note))
+            pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note))
+            if pending is not None:  # what the caller is shown is in the log first
+                yield Wait(pending)
         return result
 
-    def _ended(self, outcome: Outcome) -> None:
+    def _seen(self, headers: Headers) -> None:
+        """LiteLLM names itself in ``x-litellm-*`` headers: it takes ``stream_options``, so
+        streams ask for their usage from now on (its last usage chunk says what it cost)."""
+        if any(name.startswith("x-litellm-") for name in headers):
+            self.litellm = self.usage_known = True
+
+    def _ended(self, outcome: Outcome) -> Pending | None:
         """Where every call's outcome arrives: the hooks hear of it (they must never cost
-        the caller its answer), and it is one DEBUG line."""
+        the caller its answer), and it is one DEBUG line. What the hooks return (the commit
+        of the log entry) is for the caller to wait for."""
+        pending = None
         try:
-            self.hooks.ended(outcome)
+            pending = self.hooks.ended(outcome)
         except Exception as exc:
             logger.warning("gatecell: an exchange was not logged (%s: %s)", type(exc).__name__, exc)
         if not logger.isEnabledFor(logging.DEBUG):
-            return
+            return pending
         call, meta, error = outcome.call, outcome.meta, outcome.error
         line = f"{call.method} {call.path} model={call.model} -> "
         if meta is not None:
@@ -364,6 +396,7 @@ class Calls:
         if error is not None:
             line += f"{': ' if meta else ''}{error}"
         logger.debug("%s", line)
+        return pending
 
     # -- answers ------------------------------------------------------------------------
 

@@ -226,7 +226,9 @@ class GenerateContentDecoder(Decoder):
 
 
 class ResponsesDecoder(Decoder):
-    """Responses events: response.output_text.delta ... response.completed."""
+    """Responses events: response.output_text.delta ... response.completed. The reasoning
+    summary comes as ``reasoning_summary_text`` deltas, or, from some gateways, only inside
+    the response that ``response.completed`` carries: taken from there when no delta came."""
 
     def on_event(self, name: str, obj: dict[str, Any], out: list[str]) -> None:
         kind = obj.get("type") or name
@@ -248,6 +250,10 @@ class ResponsesDecoder(Decoder):
                 self.usage = response.get("usage")
             elif kind == "response.incomplete":
                 self.done, self.finish_reason = True, "length"
+            if self.done and not self.reasoning_parts:  # a summary sent only with the whole response
+                summary = reply_reasoning(response)
+                if summary:
+                    self.reasoning_parts.append(summary)
         elif kind in ("error", "response.failed"):
             self.parts += out
             response = obj.get("response")

@@ -1,8 +1,8 @@
 """The drivers: carry out a request program's commands, one sync, one async; and the edge
 where the wire's `http.Request` and `http.Response` meet httpx.
 
-A program (see `exchange`) yields `Send`, `Read`, `Close` and `Sleep`, and is sent each
-command's result. Whatever the I/O raises is thrown into the program where it asked, so the
+A program (see `exchange`) yields `Send`, `Read`, `Close`, `Sleep` and `Wait`, and is sent
+each command's result. Whatever the I/O raises is thrown into the program where it asked, so the
 program decides what it means (retry, an `APIError`, a recorded outcome); the driver decides
 nothing. The two loops are the same but for ``await``. They send with any callable from a
 `Request` to a `Response`: `httpx_sender` (the clients), or the batch engine's lean one.
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .exchange import Close, Program, Read, Send
+from .exchange import Close, Program, Read, Send, Wait
 from .http import Headers, Request, Response, TransportError
 
 __all__ = ["run", "arun", "httpx_sender", "async_httpx_sender", "SyncSend", "AsyncSend"]
@@ -49,6 +49,8 @@ def run(program: Program[T], send: SyncSend) -> T:
                 result = command.response.read()
             elif isinstance(command, Close):
                 command.response.close()
+            elif isinstance(command, Wait):
+                command.pending.wait()
             else:
                 time.sleep(command.seconds)
         except Exception as exc:
@@ -72,6 +74,8 @@ async def arun(program: Program[T], send: AsyncSend) -> T:
                 result = await command.response.aread()
             elif isinstance(command, Close):
                 await command.response.aclose()
+            elif isinstance(command, Wait):
+                await command.pending
             else:
                 await asyncio.sleep(command.seconds)
         except Exception as exc:

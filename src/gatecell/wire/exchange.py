@@ -1,7 +1,7 @@
 """One request/response exchange, with its retries and redirects, as a sans-IO program.
 
-A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`) and
-receives their results; it returns the outcome. Everything that decides (retries, backoff,
+A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`, `Wait`)
+and receives their results; it returns the outcome. Everything that decides (retries, backoff,
 redirects, what a head may announce, error mapping, redaction) lives in programs, and
 `drivers` carries out the commands: the same program runs under `Gateway`, `AsyncGateway`
 and the batch engine, and a test can step it by hand with made-up `http.Response` objects.
@@ -32,7 +32,7 @@ import random
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
 
 from .errors import APIError, api_error, connection_error
@@ -54,6 +54,8 @@ __all__ = [
     "Read",
     "Close",
     "Sleep",
+    "Wait",
+    "Pending",
     "Command",
     "Call",
     "Program",
@@ -117,7 +119,29 @@ class Sleep:
         return f"Sleep({self.seconds:g})"
 
 
-Command = Send | Read | Close | Sleep
+class Pending(Protocol):
+    """Work the client's hooks started off the caller's path (the commit of a call's log
+    entry) that the call must see finished before it returns: ``wait()`` blocks until then,
+    awaiting it does the same without blocking an event loop."""
+
+    def wait(self) -> None: ...
+
+    def __await__(self) -> Generator[Any, None, None]: ...
+
+
+class Wait:
+    """Wait for ``pending`` (see `Pending`); returns None."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self, pending: Pending) -> None:
+        self.pending = pending
+
+    def __repr__(self) -> str:
+        return f"Wait({self.pending!r})"
+
+
+Command = Send | Read | Close | Sleep | Wait
 Program = Generator[Command, Any, T]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import math
 import mimetypes
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .http import request_id_of
 
 __all__ = [
     "ResponseMeta",
+    "response_cost",
     "Media",
     "Audio",
     "ImageResult",
@@ -37,10 +39,30 @@ Loaded = tuple[bytes, str | None]
 Loader = Callable[[], Loaded | Awaitable[Loaded]]
 
 
-class ResponseMeta:
-    """Provenance of one answer: which path, which model, how it went.
+_UNREAD: Any = object()
 
-    The request id is looked up in the headers on first use: most callers never ask.
+
+def _dollars(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:  # LiteLLM sends "None" when it does not know
+        return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def response_cost(headers: Mapping[str, str]) -> float | None:
+    """What the gateway says a whole answer cost, in US dollars: LiteLLM's
+    ``x-litellm-response-cost`` (the sum of its ``-input`` and ``-output`` parts, which a
+    stream's head carries too, as zeros: a stream says its cost in its last usage)."""
+    return _dollars(headers.get("x-litellm-response-cost"))
+
+
+class ResponseMeta:
+    """Provenance of one answer: which path, which model, how it went, what it cost.
+
+    The request id and the gateway's cost are looked up in the headers on first use: most
+    callers never ask. ``cost`` is in US dollars, None when unknown; ``cost_source`` says who
+    said (``gateway``, or what the client priced it by: ``model-info``, ``prices``).
     """
 
     __slots__ = (
@@ -53,6 +75,8 @@ class ResponseMeta:
         "cached",
         "_headers",
         "_request_id",
+        "_cost",
+        "_cost_source",
     )
 
     def __init__(
@@ -76,13 +100,29 @@ class ResponseMeta:
         self.cached = cached  # answered from the log (``Gateway(cache=True)``): no request was sent
         self._headers = headers
         self._request_id = request_id
+        self._cost: Any = None if headers is None else _UNREAD
+        self._cost_source: str | None = None
 
     @property
     def request_id(self) -> str | None:
         if self._request_id is None and self._headers is not None:
             self._request_id = request_id_of(self._headers)
-            self._headers = None
         return self._request_id
+
+    @property
+    def cost(self) -> float | None:
+        if self._cost is _UNREAD:
+            self._cost = response_cost(self._headers) if self._headers is not None else None
+            self._cost_source = "gateway" if self._cost is not None else None
+        return self._cost
+
+    @property
+    def cost_source(self) -> str | None:
+        return self._cost_source if self.cost is not None else None
+
+    def priced(self, cost: float | None, source: str | None) -> None:
+        """Set the cost and its source (the client's, when the answer did not say)."""
+        self._cost, self._cost_source = cost, source
 
     def __repr__(self) -> str:
         return (

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .decoders import Decoder
 from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, too_large
+from .exchange import Pending
 from .http import BodyTooLarge, Response, TransportError
 from .results import ResponseMeta
 from .schemas import ChatCompletion, Usage, usage_of
@@ -75,8 +76,10 @@ class Stream:
         self._meta = meta
         self.complete = False  # True once the stream reached its proper end
         # Called once with the stream and its error (or None) when it ends: complete, cut,
-        # or closed early. The client sets it to record the call's outcome.
-        self.on_end: Callable[[Stream, StreamError | None], None] | None = None
+        # or closed early. The client sets it to record the call's outcome; what it returns
+        # (the log's commit) is waited for before the stream's iteration or close returns.
+        self.on_end: Callable[[Stream, StreamError | None], Pending | None] | None = None
+        self._pending: Pending | None = None
 
     @property
     def meta(self) -> ResponseMeta:
@@ -160,10 +163,15 @@ class Stream:
             self._ended(error)
 
     def _ended(self, error: StreamError | None) -> None:
-        """Tell the client, once, how the stream ended."""
+        """Tell the client, once, how the stream ended; what it returns is waited for by the
+        sync or async caller (`_settle`)."""
         on_end, self.on_end = self.on_end, None
         if on_end is not None:
-            on_end(self, error)
+            self._pending = on_end(self, error)
+
+    def _take_pending(self) -> Pending | None:
+        pending, self._pending = self._pending, None
+        return pending
 
     def _broken(self, exc: TransportError) -> StreamError:
         if isinstance(exc, BodyTooLarge):
@@ -196,6 +204,7 @@ class TextStream(Stream, Closing):
                 yield from decoder.finish()
         finally:
             self._response.close()
+            self._settle()
 
     def read(self) -> str:
         """Consume the rest of the stream; return the whole text."""
@@ -206,6 +215,12 @@ class TextStream(Stream, Closing):
     def close(self) -> None:
         self._response.close()
         self._ended(None)
+        self._settle()
+
+    def _settle(self) -> None:
+        pending = self._take_pending()
+        if pending is not None:
+            pending.wait()
 
 
 class AsyncTextStream(Stream, AsyncClosing):
@@ -224,6 +239,7 @@ class AsyncTextStream(Stream, AsyncClosing):
                     yield fragment
         finally:
             await self._response.aclose()
+            await self._settle()
 
     async def aread(self) -> str:
         """Consume the rest of the stream; return the whole text."""
@@ -234,6 +250,12 @@ class AsyncTextStream(Stream, AsyncClosing):
     async def aclose(self) -> None:
         await self._response.aclose()
         self._ended(None)
+        await self._settle()
+
+    async def _settle(self) -> None:
+        pending = self._take_pending()
+        if pending is not None:
+            await pending
 
 
 class _ChatUsage:
