@@ -141,3 +141,47 @@ def test_a_key_sent_as_json_escapes_is_stored_and_replayed_masked(tmp_path, monk
     stored = b"".join(p.read_bytes() for p in (tmp_path / "home").glob("gatecell.db*"))
     escaped = "".join(f"\\u{ord(c):04x}" for c in AZURE)
     assert AZURE.encode() not in stored and escaped[:60].encode() not in stored
+
+
+ECHOED_MODELS = [  # a model list that names the client's key, and another service's
+    {"id": f"chat-{AZURE}", "object": "model", "owned_by": GOOGLE},
+    {"id": "plain-model", "object": "model", "owned_by": "x", "note": f"key={AZURE.upper()}"},
+]
+
+
+@pytest.fixture
+def listing(monkeypatch, tmp_path):
+    """A hostile gateway whose model list echoes the client's key (Azure-shaped: nothing in
+    its shape says "key") and a Google key."""
+    server = evil.start(models=ECHOED_MODELS)
+    for name in [n for n in __import__("os").environ if n.startswith(("GATECELL_", "OPENAI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GATECELL_API_KEY", AZURE)
+    monkeypatch.setenv("GATECELL_HOME", str(tmp_path / "home"))
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_model_list_never_holds_the_echoed_key(listing, ipshell, cell_runner):
+    with Gateway(base_url=listing.base_url, api_key=AZURE, log=False) as gw:
+        models = gw.models()
+    assert models.ids == ["chat-3f2…a3b4", "plain-model"]  # listed, each id masked where it held the key
+    assert _clean(repr(models), [AZURE, GOOGLE]) and _clean(json.dumps(models.raw), [AZURE, GOOGLE])
+    with pointed_at(ipshell, listing.base_url):
+        result, captured = cell_runner("%gatecell models")
+    assert result.success, result.error_in_exec
+    shown = json.dumps([o.data for o in captured.outputs])
+    assert "plain-model" in shown and _clean(shown, [AZURE, GOOGLE]), shown
+
+
+def test_the_cli_model_list_never_holds_the_echoed_key(listing):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "GATECELL_BASE_URL": listing.base_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "gatecell", "models"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "plain-model" in done.stdout, done.stderr
+    assert _clean(done.stdout + done.stderr, [AZURE, GOOGLE]), done.stdout

@@ -2,7 +2,7 @@
 
 It runs from a venv of its own (``make litellm`` makes ``.venv-litellm``; or set
 GATECELL_LITELLM_VENV), on a free loopback port, with a master key and prices for its chat
-and reasoning models (`PRICES`), offline: its model
+and reasoning models (`litellm_prices.PRICES`), offline: its model
 cost map is the local copy (LITELLM_LOCAL_MODEL_COST_MAP), every outside address goes to a
 closed loopback proxy port, and its models forward to the embedded local gateway of this
 test process as an openai-compatible provider, so no prompt ever leaves the machine.
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from litellm_prices import PRICES
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0
@@ -35,8 +36,6 @@ MODELS = {
     "lite-image": ("local-image", "image_generation"),
     "lite-tts": ("local-tts", "audio_speech"),
 }
-# The prices in its config (US dollars per input and output token), as a deployment sets its own.
-PRICES = {"lite-chat": (1e-6, 2e-6), "lite-reasoner": (3e-6, 4e-6)}
 
 
 @dataclass(frozen=True)

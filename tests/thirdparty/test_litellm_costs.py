@@ -1,4 +1,4 @@
-"""What answers cost, as LiteLLM's proxy says, with prices in its config (`conftest.PRICES`):
+"""What answers cost, as LiteLLM's proxy says, with prices in its config (`litellm_prices.PRICES`):
 its cost header on a whole answer, the ``cost`` of a stream's last usage (the stream asked for
 it, LiteLLM having named itself), else the prices of its ``/model/info`` (generate-content
 answers carry no cost); on the replies, in the log, in ``usage`` (Python, CLI) and a batch."""
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from litellm_prices import PRICES
 
-from conftest import PRICES
 from gatecell import AsyncGateway, Gateway, store
 
 pytestmark = pytest.mark.litellm

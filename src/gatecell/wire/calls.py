@@ -35,7 +35,7 @@ from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
 from .routing import PatternLike, Router, to_chat
 from .schemas import ChatCompletion, usage_of
-from .secret import Secret, protect_logs
+from .secret import Secret, protect_logs, redact_data
 from .settings import Settings, env_flag, env_number, split_query
 from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
 from .structured import Support
@@ -517,14 +517,14 @@ class Calls:
 
     def _model_metadata(self) -> Program[Any]:
         """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it
-        is no exchange of the user's); None for any failure: a gateway without it teaches
-        nothing."""
+        is no exchange of the user's), redacted as the model list is (its names are kept);
+        None for any failure: a gateway without it teaches nothing."""
         call = Call("GET", "/model/info", logged=False)
         try:
             response, _ = yield from exchange(self._build, call, RetryPolicy(max_retries=0), self.api_key)
         except GatecellError:
             return None
-        return json_body(response.content)
+        return redact_data(json_body(response.content))
 
     def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program[Any]:
         return self._call(call, self._opener(decoder_cls, self._text_stream) if call.stream else self._reply)

@@ -451,6 +451,12 @@ class ModelList:
 
     @classmethod
     def from_body(cls, body: Any, meta: ResponseMeta | None = None) -> ModelList:
+        """The list as the gateway sent it, redacted: model ids and every other string a
+        gateway chose are shown in tables, panels, hints and reprs, so a key echoed in them
+        (the client's own, in any shape) is masked here, once, for all of those."""
+        from .secret import redact_data
+
+        body = redact_data(body)
         items = body.get("data") if isinstance(body, dict) else body
         models = [
             Model(item["id"], item.get("owned_by"), _endpoints(item), item)
