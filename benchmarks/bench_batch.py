@@ -473,6 +473,7 @@ _MEMORY_CHILD = """
 import os, signal, sys, tempfile
 os.environ["GATECELL_HOME"] = tempfile.mkdtemp(prefix="gatecell-bench-batch-")
 from gatecell import Gateway
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C works even when started in the background
 gw = Gateway(base_url=sys.argv[1], api_key=sys.argv[2])
 rows, stop_at = int(sys.argv[3]), int(sys.argv[4])
 

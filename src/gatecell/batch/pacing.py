@@ -109,18 +109,27 @@ class Pacing:
                 await asyncio.sleep(self.paused_until - now)
                 now = time.monotonic()
             if self.requests is not None or self.tokens is not None:
-                start = now
-                if self.requests is not None:
-                    start = max(start, self.requests.book(1, now))
-                if self.tokens is not None:
-                    start = max(start, self.tokens.book(tokens, now))
-                while start > now or self.paused_until > now:  # a 429 may come in meanwhile
-                    await asyncio.sleep(max(start, self.paused_until) - now)
+                paused = self.paused_until
+                start = self._book(tokens, now)
+                while start > now:
+                    await asyncio.sleep(start - now)
                     now = time.monotonic()
+                    if self.paused_until != paused:  # a 429 came in meanwhile: its booking is void,
+                        paused = self.paused_until  # or every request booked within the pause would
+                        start = self._book(tokens, max(now, paused))  # go at its end, in one burst
         except BaseException:
             self.release()
             raise
         return now
+
+    def _book(self, tokens: float, now: float) -> float:
+        """Book a request of ``tokens`` on the schedules; when it may go (monotonic)."""
+        start = now
+        if self.requests is not None:
+            start = max(start, self.requests.book(1, now))
+        if self.tokens is not None:
+            start = max(start, self.tokens.book(tokens, now))
+        return start
 
     def release(self) -> None:
         self.in_flight -= 1
