@@ -109,14 +109,14 @@ class Pacing:
                 await asyncio.sleep(self.paused_until - now)
                 now = time.monotonic()
             if self.requests is not None or self.tokens is not None:
-                paused = self.paused_until
                 start = self._book(tokens, now)
-                while start > now:
+                while start > now or self.paused_until > now:
+                    # A 429 came in meanwhile, pausing past this booking: book again after the
+                    # pause, or every request booked within it would go at its end in one burst.
+                    if self.paused_until > start:
+                        start = self._book(tokens, self.paused_until)
                     await asyncio.sleep(start - now)
                     now = time.monotonic()
-                    if self.paused_until != paused:  # a 429 came in meanwhile: its booking is void,
-                        paused = self.paused_until  # or every request booked within the pause would
-                        start = self._book(tokens, max(now, paused))  # go at its end, in one burst
         except BaseException:
             self.release()
             raise
