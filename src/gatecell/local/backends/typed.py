@@ -28,7 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.structured import instructed
+from gatecell.wire.structured.json_schema import pointer
 
 from . import Refused, chatbot
 from .chatbot import Generated, Turn
@@ -524,10 +526,11 @@ _FIXED_FORMATS = {
 
 
 def _pointer(root: dict[str, Any], ref: str) -> dict[str, Any]:
-    node: Any = root
-    for part in ref.lstrip("#").split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        node = node.get(part) if isinstance(node, dict) else None
+    """The schema a ``$ref`` points at (the client's reading of it), or `Refused`."""
+    try:
+        node = pointer(root, ref)
+    except InvalidRequest as exc:
+        raise Refused(exc.message) from None
     if not isinstance(node, dict):
         raise Refused(f"$ref {ref!r:.80} points at nothing in the schema")
     return node
