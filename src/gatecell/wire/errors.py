@@ -188,17 +188,19 @@ ECHO_LIMIT = 80
 """Characters at most of a value an error line quotes."""
 
 
-def echo(value: object) -> str:
-    """``value`` as an error line quotes it: its repr, cut at `ECHO_LIMIT` characters with
-    ``… (N characters)`` (N: the whole repr's length), so that a 20 KB prompt passed where a
-    number goes still makes one line."""
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``value`` as an error line quotes it: a class by its name, anything else by its repr,
+    cut at ``limit`` characters with ``… (N characters)`` (N: the whole repr's length), so
+    that a 20 KB prompt passed where a number goes still makes one line."""
+    if isinstance(value, type):
+        return value.__qualname__
     try:
         text = repr(value)
     except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
         text = reprlib.repr(value)
-    if len(text) <= ECHO_LIMIT:
+    if len(text) <= limit:
         return text
-    return f"{text[:ECHO_LIMIT]}… ({len(text):,} characters)"
+    return f"{text[:limit]}… ({len(text):,} characters)"
 
 
 class StreamError(APIError):

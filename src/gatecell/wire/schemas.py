@@ -122,22 +122,17 @@ _SHAPES = {
 }
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _string(part: dict[str, Any], key: str, where: str) -> str:
     value = part.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{where}{key} must be a string, got {_short(value)}")
+        raise ValueError(f"{where}{key} must be a string, got {echo(value)}")
     return value
 
 
 def _object(part: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = part.get(key)
     if not isinstance(value, dict):
-        raise ValueError(f"{where}{key} must be an object, got {_short(value)}")
+        raise ValueError(f"{where}{key} must be an object, got {echo(value)}")
     return value
 
 
@@ -147,7 +142,7 @@ def _url(value: Any, where: str, *, data: bool = True, http: bool = True) -> Non
     wanted = " or ".join(
         w for w, on in (("an http(s) URL", http), ("a data:<type>;base64,<data> URL", data)) if on
     )
-    raise ValueError(f"{where} must be {wanted}, got {_short(value)}")
+    raise ValueError(f"{where} must be {wanted}, got {echo(value)}")
 
 
 def _one_of(part: dict[str, Any], keys: tuple[str, ...], where: str) -> str:
@@ -187,12 +182,12 @@ def _messages_part(part: dict[str, Any], where: str) -> None:
         if shape == "base64":
             media_type = _string(source, "media_type", at)
             if kind == "image" and not media_type.startswith("image/"):
-                raise ValueError(f"{at}media_type of an image must be image/..., got {_short(media_type)}")
+                raise ValueError(f"{at}media_type of an image must be image/..., got {echo(media_type)}")
             _string(source, "data", at)
         elif shape == "url":
             _url(source.get("url"), f"{at}url", data=False)
         elif not (kind == "document" and shape in ("text", "content", "file")):
-            raise ValueError(f"{at}type must be base64 or url, got {_short(shape)}")
+            raise ValueError(f"{at}type must be base64 or url, got {echo(shape)}")
 
 
 def _responses_part(part: dict[str, Any], where: str) -> None:
@@ -230,7 +225,7 @@ def check_parts(api: str, content: Any) -> Any:
     for i, part in enumerate(content):
         where = f"part {i}: "
         if not isinstance(part, dict):
-            raise ValueError(f"{where}must be an object ({_SHAPES[api]}), got {_short(part)}")
+            raise ValueError(f"{where}must be an object ({_SHAPES[api]}), got {echo(part)}")
         if api == "generate-content":
             _gc_part(part, where)
             continue
@@ -241,7 +236,7 @@ def check_parts(api: str, content: Any) -> Any:
         if owner is not None and owner != api:
             raise ValueError(f"{where}{kind} is a {owner} part; {api} takes {_SHAPES[api]}")
         if api == "chat" and kind not in _CHAT_PARTS:
-            raise ValueError(f"{where}type must be one of {', '.join(_CHAT_PARTS)}, got {_short(kind)}")
+            raise ValueError(f"{where}type must be one of {', '.join(_CHAT_PARTS)}, got {echo(kind)}")
         _CHECKS[api](part, where)
     return content
 
@@ -257,14 +252,14 @@ def _gc_part(part: dict[str, Any], where: str) -> None:
     if inline is not None:
         at = f"{where}inline_data."
         if not isinstance(inline, dict):
-            raise ValueError(f"{where}inline_data must be an object, got {_short(inline)}")
+            raise ValueError(f"{where}inline_data must be an object, got {echo(inline)}")
         if not isinstance(inline.get("mime_type", inline.get("mimeType")), str):
             raise ValueError(f"{at}mime_type must be a string")
         _string(inline, "data", at)
     linked = part.get("file_data", part.get("fileData"))
     if linked is not None:
         if not isinstance(linked, dict):
-            raise ValueError(f"{where}file_data must be an object, got {_short(linked)}")
+            raise ValueError(f"{where}file_data must be an object, got {echo(linked)}")
         _url(linked.get("file_uri", linked.get("fileUri")), f"{where}file_data.file_uri", data=False)
 
 
@@ -362,7 +357,7 @@ class Part(BaseModel):
     @classmethod
     def _shape(cls, value: Any) -> Any:
         if not isinstance(value, dict):
-            raise ValueError(f"must be an object ({_SHAPES['generate-content']}), got {_short(value)}")
+            raise ValueError(f"must be an object ({_SHAPES['generate-content']}), got {echo(value)}")
         _gc_part(value, "")
         return value
 

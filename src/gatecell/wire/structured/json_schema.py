@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import ConfigDict, Field, create_model
 
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, echo
 
 __all__ = [
     "Kind",
@@ -29,7 +29,6 @@ __all__ = [
     "tightened",
     "is_strict",
     "openapi",
-    "short",
     "first_line",
 ]
 
@@ -77,7 +76,7 @@ class _Typer:
         if node is True or node == {}:
             return Any
         if not isinstance(node, dict):
-            raise InvalidRequest("schema", f"a subschema must be an object, got {short(node)}")
+            raise InvalidRequest("schema", f"a subschema must be an object, got {echo(node)}")
         if "$ref" in node:
             return self._ref(node["$ref"], depth)
         if "const" in node:
@@ -108,7 +107,7 @@ class _Typer:
         elif kind in _SCALARS:
             python = _SCALARS[kind]
         else:
-            raise InvalidRequest("schema", f"unknown type {short(kind)}")
+            raise InvalidRequest("schema", f"unknown type {echo(kind)}")
         bounds = {field: node[key] for key, field in _BOUNDS.get(kind, ()) if key in node}
         return Annotated[python, Field(**bounds)] if bounds else python
 
@@ -131,7 +130,7 @@ class _Typer:
 
     def _ref(self, ref: Any, depth: int) -> Any:
         if not isinstance(ref, str):
-            raise InvalidRequest("schema", f"$ref must be a string, got {short(ref)}")
+            raise InvalidRequest("schema", f"$ref must be a string, got {echo(ref)}")
         if ref in self.refs:
             return self.refs[ref] or Any  # None while it is being made: a recursive schema
         self.refs[ref] = None
@@ -170,7 +169,7 @@ def _union(types: list[Any]) -> Any:
 def pointer(root: dict[str, Any], ref: str) -> Any:
     """The node a local ``$ref`` (``#/$defs/Name``) points at."""
     if not ref.startswith("#"):
-        raise InvalidRequest("schema", f"only local $refs (#/...) are followed, got {short(ref)}")
+        raise InvalidRequest("schema", f"only local $refs (#/...) are followed, got {echo(ref)}")
     node: Any = root
     for part in ref[1:].split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")
@@ -179,7 +178,7 @@ def pointer(root: dict[str, Any], ref: str) -> Any:
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            raise InvalidRequest("schema", f"$ref {short(ref)} points at nothing")
+            raise InvalidRequest("schema", f"$ref {echo(ref)} points at nothing")
     return node
 
 
@@ -369,11 +368,3 @@ def first_line(exc: Exception) -> str:
     """An exception's message, its first line only."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def short(value: Any, limit: int = 60) -> str:
-    """A value as an error line quotes it: a class by its name, else its repr on one line,
-    cut at `limit` characters."""
-    text = getattr(value, "__qualname__", None) if isinstance(value, type) else None
-    text = text or " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .json_schema import short
+from ..errors import echo
 from .schema import WRAP, Schema
 
 __all__ = ["parse", "parse_reply", "answer_text"]
@@ -77,7 +77,7 @@ def parse_reply(body: Any, text: str | None, schema: Schema) -> tuple[Any, str |
             message = choices[0].get("message")
             refusal = message.get("refusal") if isinstance(message, dict) else None
             if isinstance(refusal, str) and refusal.strip():
-                return None, f"the model refused: {short(refusal.strip(), 200)}"
+                return None, f"the model refused: {echo(refusal.strip(), 200)}"
     return parse(text, schema)
 
 

@@ -18,7 +18,7 @@ import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, echo
 from .json_schema import (
     NAME,
     Kind,
@@ -27,7 +27,6 @@ from .json_schema import (
     kind_of,
     python_type,
     resolved,
-    short,
     tightened,
     wrapped,
 )
@@ -119,13 +118,13 @@ class Schema:
             raise InvalidRequest(
                 "schema",
                 "must be a pydantic model class, a TypedDict, a JSON Schema dict, list[...] of those, "
-                f"or choices (a list of labels, an Enum, a Literal); got {short(spec)}",
+                f"or choices (a list of labels, an Enum, a Literal); got {echo(spec)}",
             )
         try:
             adapter: TypeAdapter[Any] = TypeAdapter(_pydantic_typeddict(spec))
             json_schema = adapter.json_schema()
         except (PydanticUserError, TypeError, ValueError) as exc:
-            raise InvalidRequest("schema", f"pydantic cannot use {short(spec)}: {first_line(exc)}") from None
+            raise InvalidRequest("schema", f"pydantic cannot use {echo(spec)}: {first_line(exc)}") from None
         kind = kind_of(json_schema, json_schema)
         if typing.get_origin(spec) is list:
             (item,) = typing.get_args(spec) or (Any,)
@@ -276,18 +275,14 @@ def _label(value: Any) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise InvalidRequest(
-        "choices", f"each label must be a non-empty string (or a number), got {short(value)}"
-    )
+    raise InvalidRequest("choices", f"each label must be a non-empty string (or a number), got {echo(value)}")
 
 
 def _not_a_label(answer: Any, schema: Schema) -> str:
     shown = ", ".join(schema.labels[:12]) + (
         f" (+{len(schema.labels) - 12} more)" if len(schema.labels) > 12 else ""
     )
-    return (
-        f"{short(answer.strip() if isinstance(answer, str) else answer)} is not one of the choices: {shown}"
-    )
+    return f"{echo(answer.strip() if isinstance(answer, str) else answer)} is not one of the choices: {shown}"
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -298,7 +293,7 @@ def _first_problem(exc: ValidationError) -> str:
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
     line = f"{where or 'the answer'}: {_UNPARSED.sub('', err['msg']).removeprefix('Value error, ')}"
     if err["type"] != "missing" and where:
-        line += f", got {short(err.get('input'))}"
+        line += f", got {echo(err.get('input'))}"
     if len(errors) > 1:
         more = len(errors) - 1
         line += f" (and {more} more problem{'s' if more > 1 else ''})"
