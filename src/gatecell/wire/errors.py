@@ -47,6 +47,7 @@ __all__ = [
     "json_body",
     "too_large",
     "echo",
+    "first_line",
     "ECHO_LIMIT",
     "refuses_content",
     "TEXT_ONLY",
@@ -186,6 +187,12 @@ def too_large(cap: int, what: str = "the body") -> str:
 
 ECHO_LIMIT = 80
 """Characters at most of a value an error line quotes."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, its first line only (its class's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def echo(value: object, limit: int = ECHO_LIMIT) -> str:

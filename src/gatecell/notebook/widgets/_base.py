@@ -101,10 +101,10 @@ def listed_values(models: Iterable[Any], model: str | None, keys: Sequence[str])
 
 def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
     """One readable line for an error, with the key masked even if a gateway echoed it."""
-    from gatecell.wire.errors import GatecellError
+    from gatecell.wire.errors import GatecellError, first_line
     from gatecell.wire.secret import redact
 
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    text = first_line(err)
     if not isinstance(err, GatecellError):
         text = f"{type(err).__name__}: {text}"
     return redact(text, gateway.api_key if gateway is not None else None)

@@ -29,7 +29,6 @@ __all__ = [
     "tightened",
     "is_strict",
     "openapi",
-    "first_line",
 ]
 
 Kind = Literal["object", "list", "choices", "value"]
@@ -359,12 +358,3 @@ def openapi(json_schema: dict[str, Any]) -> dict[str, Any]:
         return out
 
     return convert(json_schema, ()) or {"type": "OBJECT"}
-
-
-# -- one-line messages ----------------------------------------------------------------------
-
-
-def first_line(exc: Exception) -> str:
-    """An exception's message, its first line only."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -18,11 +18,10 @@ import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
-from ..errors import InvalidRequest, echo
+from ..errors import InvalidRequest, echo, first_line
 from .json_schema import (
     NAME,
     Kind,
-    first_line,
     is_strict,
     kind_of,
     python_type,
