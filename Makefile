@@ -1,6 +1,8 @@
 # The two set-up commands of the README:
 #   make lab    install everything, start the embedded gateway, open JupyterLab on the tutorials
 #   make test   install everything (Chromium, squid and LiteLLM's proxy too), check types, style and layers, run the whole test suite
+# and the documentation site (mkdocs.yml, from docs/):
+#   make docs   build it into site/ (tests/docs/test_site.py builds it too, with --strict)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -10,7 +12,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  ?= .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lab test debian litellm
+.PHONY: lab test docs debian litellm
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -27,6 +29,9 @@ test: $(STAMP) debian $(LITELLM_STAMP)
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 	GATECELL_LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 litellm: $(LITELLM_STAMP)
 
