@@ -9,7 +9,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-RUNNABLE = ("python", "ipython")  # ipython: a notebook cell, magics and all
+RUNNABLE = ("python", "py", "python3", "ipython", "ipython3")  # ipython: a notebook cell, magics and all
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 _NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>\S.*?)\s*-->\s*$")
 
