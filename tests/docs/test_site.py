@@ -39,6 +39,8 @@ def test_the_site_builds_strict(tmp_path: Path):
     assert 'id="gatecell.Gateway.chat"' in reference  # its methods, from their docstrings
     quickstart = (site / "tutorials" / "01-quickstart" / "index.html").read_text()
     assert "jp-OutputArea" in quickstart  # rendered with the outputs saved in the notebook
+    spec = (site / "SPEC" / "index.html").read_text()
+    assert "Notes:</p>\n<ol>\n<li>The first path segments" in spec  # a list right after a line of text
     changelog = (site / "changelog" / "index.html").read_text()
     headings = [line.lstrip("# ") for line in (ROOT / "CHANGELOG.md").read_text().splitlines()[1:]]
     last = [h for h in headings if h.startswith("Changed") or h.startswith("Added")][-1]
@@ -65,7 +67,10 @@ def build_a_page(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
     (docs / "target.md").write_text("# Target\n\n## A heading\n")
     (tmp_path / "INCLUDED.md").write_text("## Included\n")  # beside mkdocs.yml, as CHANGELOG.md is
     config = tmp_path / "mkdocs.yml"
-    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nnav: [index.md, target.md]\n")
+    config.write_text(
+        f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nnav: [index.md, target.md]\n"
+        f"hooks: [{ROOT / 'docs' / '_hooks' / 'lists.py'}]\n"  # paths are the child's own
+    )
     return mkdocs(config, tmp_path / "site", tmp_path)
 
 
