@@ -94,6 +94,13 @@ def add_parser(sub: Any) -> None:
         "--schema", metavar="FILE", help="a typed answer per row: a JSON Schema file (see the output)"
     )
     p.add_argument("--choices", metavar="A,B,C", help="a typed answer per row: exactly one of these labels")
+    p.add_argument(
+        "--image-column",
+        action="append",
+        metavar="NAME",
+        help="a field whose values are picture paths or URLs to attach (repeatable); every other "
+        "value is sent as text, whatever it names",
+    )
     p.add_argument("--no-cache", action="store_true", help="send every row, even those the log can answer")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
@@ -316,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
         raise GatecellError(f"map: {exc}") from None
     options["cache"] = not args.no_cache
     options["patience"] = args.patience
+    options["images"] = args.image_column
     typed = _typed(args)
     options["schema"] = typed.get("schema")
     encoding = _encoding(args.encoding)
