@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pytest
 from probes import pointed_at
-from wire_log import KEY, WireLog, png_file
+from wire_log import (
+    KEY,
+    WireLog,
+    png_file,
+    wire_fixture,  # noqa: F401  (the "wire" fixture)
+)
 
 from gatecell.gateway import Gateway
 from gatecell.wire.errors import InvalidRequest
@@ -28,13 +33,6 @@ from gatecell.wire.errors import InvalidRequest
 URL = "https://pictures.example/cat.png"
 SECRET_LINE = "db-password-in-a-file-0123"
 SRC = Path(os.environ.get("GATECELL_TEST_SRC") or Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def wire():
-    server = WireLog()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

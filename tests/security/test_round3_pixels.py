@@ -22,7 +22,11 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 from probes import pointed_at
-from wire_log import KEY, WireLog, picture_bytes
+from wire_log import (
+    KEY,
+    picture_bytes,
+    wire_fixture,  # noqa: F401  (the "wire" fixture)
+)
 
 from gatecell.gateway import Gateway
 from gatecell.notebook.display import attachment_html
@@ -67,13 +71,6 @@ def capped(monkeypatch, home):
     """A cap of 2,000,000 pixels, and pictures sent at most 512 pixels a side."""
     monkeypatch.setenv("GATECELL_IMAGE_MAX_PIXELS", "2000000")
     monkeypatch.setenv("GATECELL_IMAGE_MAX_SIDE", "512")
-
-
-@pytest.fixture
-def wire():
-    server = WireLog()
-    yield server
-    server.stop()
 
 
 def test_bytes_over_the_cap_are_refused_and_a_jpeg_is_decoded_reduced(capped):

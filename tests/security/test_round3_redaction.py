@@ -18,7 +18,11 @@ from pathlib import Path
 
 import pytest
 from probes import pointed_at
-from wire_log import KEY, WireLog
+from wire_log import (
+    KEY,
+    WireLog,
+    wire_fixture,  # noqa: F401  (the "wire" fixture)
+)
 
 from gatecell.gateway import Gateway
 from gatecell.store import default_store
@@ -53,13 +57,6 @@ def pdf_with(text: str) -> bytes:
         len(objects) + 1,
         len(out),
     )
-
-
-@pytest.fixture
-def wire():
-    server = WireLog()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from PIL import Image
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -78,6 +79,14 @@ class WireLog:
                 "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
             }
         )
+
+
+@pytest.fixture(name="wire")
+def wire_fixture() -> Any:
+    """A `WireLog` answering "Noted.", for the test (its module imports this fixture)."""
+    server = WireLog()
+    yield server
+    server.stop()
 
 
 def png_file(path: Any, size: tuple[int, int] = (40, 30), colour: str = "red") -> Any:

@@ -12,7 +12,9 @@ temporary file (the user's alone), so that it can be read twice.
 The second reading feeds the batch lazily, and each finished row is written and let go (the
 engine's ``on_row``): only the rows in flight, and those finished ahead of a slower one
 before them, are held, whatever the length of the input. Each output line holds the row's
-position, its fields, and the reply or the one-line error. Errors of a whole run (a bad
+position, its fields, and the reply or the one-line error. A field's value is text, whatever
+file or URL it names, unless ``--image-column`` names its field: then it is the path or URL
+of a picture to attach. Errors of a whole run (a bad
 option, a missing file) are one line on stderr before any request; rows that fail are in the
 output, and the exit status is 1 when any did. Ctrl-C writes the rows done so far and exits
 with 130.

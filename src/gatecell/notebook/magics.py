@@ -8,10 +8,13 @@ gateway are raised as they are and printed as one line by the handler that
 `gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
 
 What a magic sends is redacted first (`gatecell.wire.secret.redact`), all of it: the cell
-with its ``{name}`` and ``{In[N]}`` filled in, and what ``--cells``, ``--error`` and
-``%gatecell explain`` gather. The redacted prompt is the one sent, the one ``--show-prompt``
-shows, and the one the conversation and the provenance keep: the display never differs
-from what left the notebook.
+with its ``{name}`` and ``{In[N]}`` filled in, what ``--cells``, ``--error`` and
+``%gatecell explain`` gather, and the text and names of the files ``--file`` attaches
+(`gatecell.wire.conversation.redacted`). The redacted prompt is the one sent (the client
+redacts it again on its way out, to the same text), the one ``--show-prompt`` shows, and the
+one the conversation and the provenance keep: the display never differs from what left the
+notebook. A string is never read as a file: only ``--image``/``--file`` typed in the cell,
+and pictures or ``pathlib`` paths in ``{name}``, attach one.
 """
 
 from __future__ import annotations
