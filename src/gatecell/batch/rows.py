@@ -88,6 +88,7 @@ class Template:
                 "the picture goes",
             )
         self.images = frozenset(images)
+        self._named = [re.match(r"\w+", p[1]).group(0) in self.images for p in parts]  # type: ignore[union-attr]
 
     @overload
     def fill(self, fields: Mapping[str, Any]) -> str: ...
@@ -98,7 +99,7 @@ class Template:
         when a field's value is a picture (module docstring)."""
         out: list[Any] = []
         found = False
-        for literal, field, conv, spec in self._parts:
+        for (literal, field, conv, spec), named in zip(self._parts, self._named, strict=True):
             try:
                 value, _ = FORMATTER.get_field(field, (), fields)
             except KeyError:
@@ -108,7 +109,7 @@ class Template:
                 raise RowError(f"{{{field}}}: {exc}") from None
             if pictures and not conv and not spec:
                 try:
-                    picture = self._attachment(field, value)
+                    picture = _marked(value) if named else attachment_of(value)
                 except InvalidRequest as exc:
                     raise RowError(f"{{{field}}}: {exc.message}") from None
                 if picture is not None:
@@ -124,18 +125,17 @@ class Template:
         out.append(self._tail)
         return joined(out) if found else "".join(out)
 
-    def _attachment(self, field: str, value: Any) -> Any:
-        """The field's value as an attachment: a picture or a ``pathlib`` path; in a field
-        named in ``images``, a string too (a path or URL), and nothing else."""
-        if re.match(r"\w+", field).group(0) not in self.images:  # type: ignore[union-attr]
-            return attachment_of(value)
-        found = load(value) if isinstance(value, str) else attachment_of(value)
-        if found is None:
-            raise InvalidRequest("images", f"{type(value).__name__} is not a picture, a path or a URL")
-        return found
-
     def __repr__(self) -> str:
         return f"Template({self.text!r})"
+
+
+def _marked(value: Any) -> Any:
+    """The value of a field the user named as pictures: a path or URL (a string), a picture
+    or a ``pathlib`` path, as an attachment; anything else is a row's error."""
+    found = load(value) if isinstance(value, str) else attachment_of(value)
+    if found is None:
+        raise InvalidRequest("images", f"{type(value).__name__} is not a picture, a path or a URL")
+    return found
 
 
 def _is_pandas(data: Any, kind: str) -> bool:

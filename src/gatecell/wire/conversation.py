@@ -36,7 +36,7 @@ import base64
 import binascii
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .attachments import Attachment, attachment_of, of_bytes, of_url
@@ -178,7 +178,7 @@ def _part(api: str, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
 # -- what leaves: redacted ------------------------------------------------------------------------
 
 # The fields of a request body that carry the conversation, on each text API.
-_SAID = frozenset(("messages", "contents", "input", "system", "instructions", "systemInstruction"))
+_SAID = ("messages", "contents", "input", "system", "instructions", "systemInstruction")
 
 
 def _payload(part: dict[str, Any], key: str) -> bool:
@@ -201,26 +201,34 @@ def redacted(content: Any, *secrets: Any) -> Any:
     return redact_data(content, *secrets, keep=_payload)
 
 
-def _words(value: Any) -> Iterator[str]:
-    """The strings `redacted` looks at in JSON-like data: keys and texts, not bytes."""
+def _words(value: Any, out: list[str]) -> list[str]:
+    """``out`` with the strings `redacted` looks at in JSON-like data: keys and texts, not
+    bytes (a list filled in place: a map makes one per row, and generators cost more)."""
     if isinstance(value, str):
-        yield value
+        out.append(value)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield key
-            if not _payload(value, key):
-                yield from _words(item)
+            out.append(key)
+            if isinstance(item, str):
+                if not _payload(value, key):
+                    out.append(item)
+            else:
+                _words(item, out)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _words(item)
+            _words(item, out)
+    return out
 
 
 def outgoing(body: dict[str, Any], *secrets: Any) -> dict[str, Any]:
     """A text endpoint's request body with its conversation `redacted` (module docstring).
     One look at all its words first: a conversation with nothing to mask, as most are, costs
     one search (`secret.suspect`), not one per string (a map sends one body per row)."""
-    said = _SAID.intersection(body)
-    if not suspect("\0".join(_words([body[key] for key in said])), *secrets):
+    said = [key for key in _SAID if key in body]
+    words: list[str] = []
+    for key in said:
+        _words(body[key], words)
+    if not suspect("\0".join(words), *secrets):
         return body
     found = {key: redacted(body[key], *secrets) for key in said}
     changed = {key: value for key, value in found.items() if value is not body[key]}

@@ -142,15 +142,14 @@ MIN_KEY = 8  # characters a key has at least to be masked as one: a shorter "key
 
 
 def _values(given: tuple[Secret | str | None, ...]) -> tuple[str, ...]:
-    """The keys to mask: this process's and the given ones."""
-    if not given:
-        return _KNOWN
-    values = dict.fromkeys(_KNOWN)
+    """The keys to mask: this process's and the given ones (this process's very tuple when
+    it holds them all, as it holds every client's: the detector of it is cached)."""
+    extra: dict[str, None] = {}
     for s in given:
         value = s.reveal() if isinstance(s, Secret) else s
-        if value and len(value) >= MIN_KEY:
-            values[value] = None
-    return tuple(values)
+        if value and len(value) >= MIN_KEY and value not in _KNOWN:
+            extra[value] = None
+    return (*_KNOWN, *extra) if extra else _KNOWN
 
 
 def _unkey(text: str, lower: str, key: _Key) -> str:
