@@ -5,7 +5,9 @@ their format, size and dimensions, their dominant colours (each pixel mapped to 
 colour of a small named palette with Pillow's ``quantize``, then counted), and whether a
 picture looks like a chart or diagram (one plain background covering much of it, few
 colours) or a photo (many colours, no plain background); a document's type and length (a
-PDF's pages and text through pypdf). The same bytes always give the same words.
+PDF's pages and text through pypdf). The same bytes always give the same words. A picture
+over ``GATECELL_IMAGE_MAX_PIXELS`` is described from its header only, never decoded, and one
+Pillow cannot read is said to be so: the client's cap (`gatecell.wire.attachments.pixel_cap`).
 
 `read` turns a message's content (a string, or any API's parts: `wire.conversation.neutral`
 reads them) into its text and its attachments. A part it cannot read (a bad data URL, bad
