@@ -10,6 +10,7 @@ the log holds from before a rule existed is redacted when the cache replays it.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -21,6 +22,7 @@ from probes import pointed_at
 from wire_log import (
     KEY,
     WireLog,
+    picture_bytes,
     wire_fixture,  # noqa: F401  (the "wire" fixture)
 )
 
@@ -121,14 +123,19 @@ def test_map_rows_leave_redacted_and_the_log_agrees(wire, home):
 
 def test_a_content_list_handed_to_gw_chat_leaves_redacted(wire, home, tmp_path):
     (tmp_path / "notes.txt").write_text(SECRET_TEXT)
+    picture = picture_bytes("PNG", (40, 30))
+    text_part = {"type": "text", "text": f"data: password={PASSWORD}"}  # text, whatever it begins with
     with Gateway(base_url=wire.base_url, api_key=KEY, log=False) as gw:
-        gw.chat(model="m", messages=[{"role": "user", "content": ["Summarise", tmp_path / "notes.txt"]}])
+        content = ["Summarise", tmp_path / "notes.txt", text_part, picture]
+        gw.chat(model="m", messages=[{"role": "user", "content": content}])
         gw.chat(
             model="m",
             messages=[{"role": "system", "content": f"key {KEY}"}, {"role": "user", "content": "hi"}],
         )
     assert all(_clean(raw.decode()) for raw in wire.raw)
-    assert "rows: 3" in wire.texts(0)[1]
+    assert "rows: 3" in wire.texts(0)[1] and wire.texts(0)[2] == "data: password=…"
+    url = wire.bodies[0]["messages"][0]["content"][3]["image_url"]["url"]
+    assert base64.b64decode(url.partition(",")[2]) == picture  # bytes go as they are
 
 
 def test_a_cache_row_from_before_a_rule_is_redacted_when_replayed(home):

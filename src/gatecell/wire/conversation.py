@@ -181,13 +181,19 @@ def _part(api: str, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
 _SAID = ("messages", "contents", "input", "system", "instructions", "systemInstruction")
 
 
+_URL_FIELDS = frozenset(("url", "image_url", "file_data"))  # where a part may carry a data URL
+
+
 def _payload(part: dict[str, Any], key: str) -> bool:
-    """Bytes in base64 (a data URL, a base64 source, inline data): never text to redact (a
-    messages text document's ``data`` is text)."""
+    """Bytes in base64 (a data URL where a part takes a URL, a base64 source, inline data):
+    never text to redact. A text field is text whatever it begins with, and a messages text
+    document's ``data`` is text."""
     value = part[key]
     if not isinstance(value, str):
         return False
-    return value.startswith("data:") or (key == "data" and part.get("type") != "text")
+    if key in _URL_FIELDS:
+        return value.startswith("data:")
+    return key == "data" and part.get("type") != "text"
 
 
 def redacted(content: Any, *secrets: Any) -> Any:
