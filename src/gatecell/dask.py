@@ -130,7 +130,7 @@ def map(
     from gatecell.batch.rows import Rows, Template
 
     resolved = resolve(options)  # the caller's environment decides the unset limits
-    Rows(ddf._meta).check(Template(template))  # a field the columns lack: refused now
+    Rows(ddf._meta).check(Template(template, images=resolved.images))  # a field the columns lack: refused now
     if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):
         raise InvalidRequest(
             "api_key",

@@ -223,7 +223,10 @@ class Gateway(
         DataFrame's columns, ``{item}`` for plain values), sent with up to ``concurrency``
         requests at once within ``rpm``/``tpm``; a `Batch` of the replies, with a progress bar.
         The options (model, api, system, temperature, top_p, max_tokens, concurrency, rpm,
-        tpm, max_retries, patience, cache, on_error) are `gatecell.batch.MapOptions`.
+        tpm, max_retries, patience, cache, on_error, images) are `gatecell.batch.MapOptions`.
+        A field whose value is a picture (a PIL image, bytes, a figure, a ``pathlib`` path)
+        puts the picture in the prompt; a string stays text, whatever it names, unless its
+        column is named in ``images`` (``images="photo"``): then it is a path or URL to attach.
 
         Finished rows are logged and, with ``cache`` (the default), answered from the log, so
         running it again after an interrupt sends only the rest. A row that still fails after

@@ -21,7 +21,6 @@ def test_a_picture_field_becomes_a_picture(tmp_path):
     Image.new("RGB", (5, 5)).save(buffer, format="PNG")
     template = Template("Describe the damage in {photo} (claim {claim:>4})")
     for photo in (
-        str(tmp_path / "dent.png"),
         tmp_path / "dent.png",
         Image.new("RGB", (20, 10)),
         buffer.getvalue(),
@@ -40,6 +39,13 @@ def test_without_pictures_or_with_a_spec_a_field_stays_text(tmp_path):
     assert Template("Look: {p}").fill({"p": path}) == f"Look: {path}"
     assert Template("Look: {p!s}").fill({"p": path}, pictures=True) == f"Look: {path}"
     assert Template("Note: {p}").fill({"p": "no picture here"}, pictures=True) == "Note: no picture here"
+    assert Template("Look: {p}").fill({"p": path}, pictures=True) == f"Look: {path}"  # a string is text
+
+
+def test_a_column_named_as_images_attaches_its_paths(tmp_path):
+    Image.new("RGB", (4, 4)).save(tmp_path / "a.png")
+    prompt = Template("Look: {p}", images=("p",)).fill({"p": str(tmp_path / "a.png")}, pictures=True)
+    assert isinstance(prompt, list) and prompt[1].kind == "image"
 
 
 def test_a_row_naming_a_missing_file_fails_alone():

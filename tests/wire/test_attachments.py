@@ -17,7 +17,7 @@ import pytest
 from pictures import bomb_png
 from PIL import Image
 
-from gatecell.wire.attachments import Attachment, attachment_of, from_data, load, picture_of
+from gatecell.wire.attachments import Attachment, attachment_of, from_data, load
 from gatecell.wire.errors import InvalidRequest
 
 
@@ -132,7 +132,7 @@ def test_ipython_images_by_data_and_by_url():
 
 
 def test_a_url_stays_a_url():
-    found = attachment_of("https://example.org/a/cat.JPG?size=large")
+    found = load("https://example.org/a/cat.JPG?size=large")
     assert (found.kind, found.url, found.data, found.media_type) == (
         "image",
         "https://example.org/a/cat.JPG?size=large",
@@ -140,7 +140,7 @@ def test_a_url_stays_a_url():
         "image/jpeg",
     )
     assert found.data_url() == found.url
-    assert attachment_of("https://example.org/report.pdf").kind == "document"
+    assert load("https://example.org/report.pdf").kind == "document"
     with pytest.raises(InvalidRequest, match="has no bytes"):
         found.base64()
 
@@ -202,14 +202,13 @@ def test_file_errors_are_one_line(tmp_path, monkeypatch):
         from_data(bomb_png(), name="bomb.png")  # Pillow's decompression-bomb refusal, as one line
 
 
-def test_in_a_template_only_picture_files_and_urls_are_pictures(tmp_path, monkeypatch):
+def test_a_string_is_never_an_attachment(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Image.new("RGB", (8, 8)).save("cat.png")
     (tmp_path / "notes.txt").write_text("x")
-    assert picture_of("cat.png").width == 8
-    assert picture_of("https://example.org/dog.webp").url == "https://example.org/dog.webp"
-    for text in ("notes.txt", "missing.png", "a cat.png and more\nlines", "https://example.org/page", "cat"):
-        assert picture_of(text) is None  # stays text: words never become a file read
+    assert attachment_of(Path("cat.png")).width == 8  # a pathlib path is the user's word
+    for text in ("cat.png", "notes.txt", "https://example.org/dog.webp", str(tmp_path / "cat.png")):
+        assert attachment_of(text) is None  # stays text: words never become a file read
 
 
 def test_import_gatecell_loads_no_picture_library():

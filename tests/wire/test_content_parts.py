@@ -24,7 +24,7 @@ from PIL import Image
 from gatecell import store
 from gatecell.store.keys import gateway_address
 from gatecell.store.queries import chat_messages
-from gatecell.wire.attachments import Attachment, attachment_of, size_text
+from gatecell.wire.attachments import Attachment, attachment_of, load, size_text
 from gatecell.wire.conversation import content_summary, for_api, neutral, parts, to_responses
 from gatecell.wire.errors import TEXT_ONLY, APIError, InvalidRequest, refuses_content
 
@@ -200,8 +200,8 @@ def test_plain_string_content_is_unchanged_on_the_wire(make, fault):
 
 
 def test_urls_are_passed_on_never_fetched(make, fault):
-    picture = attachment_of("https://pictures.invalid/cat.png")
-    document = attachment_of("https://pictures.invalid/report.pdf")
+    picture = load("https://pictures.invalid/cat.png")
+    document = load("https://pictures.invalid/report.pdf")
     gw = make("ok")
     for api in ("chat", "messages", "generate-content", "responses"):
         gw.converse(api, "m", [{"role": "user", "content": ["Describe", picture]}])

@@ -111,7 +111,7 @@ class Engine:
     ) -> None:
         self.concurrency = options.concurrency
         self.on_row = on_row
-        self.template = Template(template)
+        self.template = Template(template, images=options.images)
         self.rows = Rows(data)
         self.rows.check(self.template)  # a field the rows lack: refused before any request
         self.model = options.model

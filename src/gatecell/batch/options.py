@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -39,6 +40,7 @@ class MapOptions(TypedDict, total=False):
     schema: Any  # a typed answer per row: a pydantic model class, a TypedDict, a JSON Schema dict...
     choices: Any  # or one of these labels per row (a list, an Enum class, a Literal[...])
     repairs: int  # rounds that show an answer that did not validate its problem (default 1)
+    images: str | Sequence[str] | None  # columns whose strings are picture paths or URLs to attach
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class Options:
     on_error: str = "record"
     schema: Schema | None = None  # from ``schema`` or ``choices``
     repairs: int = 1
+    images: tuple[str, ...] = ()
 
 
 def _positive(name: str, value: Any, whole: bool = False) -> None:
@@ -67,6 +70,14 @@ def _positive(name: str, value: Any, whole: bool = False) -> None:
     if not ok or (whole and int(value) != value):
         kind = "whole number" if whole else "number"
         raise InvalidRequest(name, f"must be a positive {kind}; got {echo(value)}")
+
+
+def _names(option: str, value: Any) -> tuple[str, ...]:
+    """A column name or a list of them, as a tuple; anything else is one line."""
+    names = (value,) if isinstance(value, str) else value or ()
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+        raise InvalidRequest(option, f"must be a column name or a list of them; got {echo(value)}")
+    return tuple(names)
 
 
 def resolve(options: MapOptions | dict[str, Any]) -> Options:
@@ -84,6 +95,7 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
         options.get("schema"), options.get("choices"), 1 if repairs is None else repairs, False
     )
     given["schema"] = typed.schema if typed is not None else None
+    given["images"] = _names("images", options.get("images"))
     given["model"] = options.get("model") or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     given["concurrency"] = env_number(options.get("concurrency"), "GATECELL_MAP_CONCURRENCY", 8)
     given["patience"] = env_number(options.get("patience"), "GATECELL_MAP_PATIENCE", 600.0)

@@ -7,9 +7,10 @@ asks for rows. `Template` fills ``{field}``: a Python name, with attributes and 
 (``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{``/``}}`` for
 braces. The magics fill ``{name}`` from the notebook's variables with the same grammar
 (`FIELD`, used by `gatecell.notebook.template`). A field whose value is a picture (a PIL
-image, picture bytes, a figure, a path to a picture file: `gatecell.wire.attachments.picture_of`)
+image, picture bytes, a figure, a ``pathlib`` path: `gatecell.wire.attachments.attachment_of`)
 puts the picture in the prompt, which is then a list of text and pictures that each API
-sends as content parts.
+sends as content parts. A string stays text, whatever file or URL it names, unless its
+field is one the user named as pictures (``images=``): then it is a path or URL to attach.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import string
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from gatecell.wire.attachments import picture_of
+from gatecell.wire.attachments import attachment_of, load
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.text import joined
 
@@ -42,9 +43,16 @@ _Part = tuple[str, str, str | None, str]  # (literal before, field, conversion, 
 
 
 class Template:
-    """A prompt with ``{field}`` placeholders, parsed once and filled per row."""
+    """A prompt with ``{field}`` placeholders, parsed once and filled per row.
 
-    def __init__(self, text: str) -> None:
+    **Parameters:**
+
+    * **text** - the prompt; ``{{`` and ``}}`` write braces.
+    * **images** - the fields whose strings are paths or URLs of pictures to attach (the
+      user's word for it: any other string stays text). Each must be a field of ``text``.
+    """
+
+    def __init__(self, text: str, images: tuple[str, ...] = ()) -> None:
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest("template", "must be a non-empty prompt with {field} placeholders")
         self.text = text
@@ -72,6 +80,15 @@ class Template:
                 "template",
                 "has no {field}: every row would send the same prompt (see the help for the fields)",
             )
+        unused = [name for name in images if name not in self.names]
+        if unused:
+            raise InvalidRequest(
+                "images",
+                f"names {unused[0]!r}, which the template does not use: put {{{unused[0]}}} where "
+                "the picture goes",
+            )
+        self.images = frozenset(images)
+        self._named = [re.match(r"\w+", p[1]).group(0) in self.images for p in parts]  # type: ignore[union-attr]
 
     @overload
     def fill(self, fields: Mapping[str, Any]) -> str: ...
@@ -82,7 +99,7 @@ class Template:
         when a field's value is a picture (module docstring)."""
         out: list[Any] = []
         found = False
-        for literal, field, conv, spec in self._parts:
+        for (literal, field, conv, spec), named in zip(self._parts, self._named, strict=True):
             try:
                 value, _ = FORMATTER.get_field(field, (), fields)
             except KeyError:
@@ -92,7 +109,7 @@ class Template:
                 raise RowError(f"{{{field}}}: {exc}") from None
             if pictures and not conv and not spec:
                 try:
-                    picture = picture_of(value)
+                    picture = _marked(value) if named else attachment_of(value)
                 except InvalidRequest as exc:
                     raise RowError(f"{{{field}}}: {exc.message}") from None
                 if picture is not None:
@@ -110,6 +127,15 @@ class Template:
 
     def __repr__(self) -> str:
         return f"Template({self.text!r})"
+
+
+def _marked(value: Any) -> Any:
+    """The value of a field the user named as pictures: a path or URL (a string), a picture
+    or a ``pathlib`` path, as an attachment; anything else is a row's error."""
+    found = load(value) if isinstance(value, str) else attachment_of(value)
+    if found is None:
+        raise InvalidRequest("images", f"{type(value).__name__} is not a picture, a path or a URL")
+    return found
 
 
 def _is_pandas(data: Any, kind: str) -> bool:

@@ -12,7 +12,9 @@ temporary file (the user's alone), so that it can be read twice.
 The second reading feeds the batch lazily, and each finished row is written and let go (the
 engine's ``on_row``): only the rows in flight, and those finished ahead of a slower one
 before them, are held, whatever the length of the input. Each output line holds the row's
-position, its fields, and the reply or the one-line error. Errors of a whole run (a bad
+position, its fields, and the reply or the one-line error. A field's value is text, whatever
+file or URL it names, unless ``--image-column`` names its field: then it is the path or URL
+of a picture to attach. Errors of a whole run (a bad
 option, a missing file) are one line on stderr before any request; rows that fail are in the
 output, and the exit status is 1 when any did. Ctrl-C writes the rows done so far and exits
 with 130.
@@ -94,6 +96,13 @@ def add_parser(sub: Any) -> None:
         "--schema", metavar="FILE", help="a typed answer per row: a JSON Schema file (see the output)"
     )
     p.add_argument("--choices", metavar="A,B,C", help="a typed answer per row: exactly one of these labels")
+    p.add_argument(
+        "--image-column",
+        action="append",
+        metavar="NAME",
+        help="a field whose values are picture paths or URLs to attach (repeatable); every other "
+        "value is sent as text, whatever it names",
+    )
     p.add_argument("--no-cache", action="store_true", help="send every row, even those the log can answer")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
@@ -316,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
         raise GatecellError(f"map: {exc}") from None
     options["cache"] = not args.no_cache
     options["patience"] = args.patience
+    options["images"] = args.image_column
     typed = _typed(args)
     options["schema"] = typed.get("schema")
     encoding = _encoding(args.encoding)

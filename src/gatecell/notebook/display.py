@@ -313,17 +313,19 @@ def _chip(text: str) -> str:
 
 
 def _thumbnail(data: bytes, side: int) -> tuple[bytes, int, int] | None:
-    """A PNG at most ``side`` pixels a side of a picture's bytes; None when Pillow cannot read it."""
+    """A PNG at most ``side`` pixels a side of a picture's bytes, decoded within the pixel
+    cap (`attachments.opened`); None when it is over it or Pillow cannot read it."""
     import io
 
-    from PIL import Image, UnidentifiedImageError
+    from gatecell.wire.attachments import opened
+    from gatecell.wire.errors import InvalidRequest
 
     try:
-        image = Image.open(io.BytesIO(data))
+        image = opened(data, "the picture", side)
         image.thumbnail((side, side))
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except (InvalidRequest, OSError, ValueError):  # OSError: a mode PNG cannot hold (CMYK)
         return None
     return buffer.getvalue(), image.size[0], image.size[1]
 

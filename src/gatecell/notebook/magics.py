@@ -8,10 +8,13 @@ gateway are raised as they are and printed as one line by the handler that
 `gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
 
 What a magic sends is redacted first (`gatecell.wire.secret.redact`), all of it: the cell
-with its ``{name}`` and ``{In[N]}`` filled in, and what ``--cells``, ``--error`` and
-``%gatecell explain`` gather. The redacted prompt is the one sent, the one ``--show-prompt``
-shows, and the one the conversation and the provenance keep: the display never differs
-from what left the notebook.
+with its ``{name}`` and ``{In[N]}`` filled in, what ``--cells``, ``--error`` and
+``%gatecell explain`` gather, and the text and names of the files ``--file`` attaches
+(`gatecell.wire.conversation.redacted`). The redacted prompt is the one sent (the client
+redacts it again on its way out, to the same text), the one ``--show-prompt`` shows, and the
+one the conversation and the provenance keep: the display never differs from what left the
+notebook. A string is never read as a file: only ``--image``/``--file`` typed in the cell,
+and pictures or ``pathlib`` paths in ``{name}``, attach one.
 """
 
 from __future__ import annotations
@@ -247,12 +250,13 @@ class GatecellMagics(Magics):
                 rows, chars = self.defaults.context_rows, self.defaults.context_chars
                 pictures = name in _TEXT_MAGICS
                 prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
-            prompt = self._redact(prompt)
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
         from .template import joined
 
         prompt = joined([*_stripped(prompt), *attached])  # the text, then what the options attach
+        if not getattr(ns, "over", None):  # a map's rows are redacted as each leaves
+            prompt = self._redact(prompt)
         cache = True if getattr(ns, "cache", False) else None
         with calls_in(self.shell, conversation=getattr(ns, "conversation", None), cache=cache):
             return self._guard(ns, lambda: handler(ns, prompt))
@@ -270,8 +274,14 @@ class GatecellMagics(Magics):
         chars = self.defaults.context_chars
         try:
             for source in ns.image or []:
-                value = self.namespace.get(source, source) if source.isidentifier() else source
-                picture = attachment_of(value) if not isinstance(value, str) else load(value, chars=chars)
+                named = source.isidentifier() and source in self.namespace
+                value = self.namespace[source] if named else source
+                if named and isinstance(value, str):  # text the user did not type
+                    raise UsageError(
+                        f"%{name} --image {source}: the variable holds text, not a picture: type the "
+                        "path or URL after --image, or hold a pathlib.Path"
+                    )
+                picture = load(value, chars=chars) if isinstance(value, str) else attachment_of(value)
                 if picture is None or picture.kind != "image":
                     what = type(value).__name__ if picture is None else picture.description
                     raise UsageError(
@@ -295,14 +305,12 @@ class GatecellMagics(Magics):
         return found
 
     def _redact(self, prompt: Any) -> Any:
-        """``prompt`` as it may leave the notebook: its text through the one redaction, with
-        this session's key (pictures and files go as they are)."""
-        from gatecell.wire.secret import redact
+        """``prompt`` as it will leave the notebook (`conversation.redacted`, with this
+        session's key): its text, and the text and names of the files attached; a picture's
+        bytes go as they are."""
+        from gatecell.wire.conversation import redacted
 
-        key = self.session.gateway.api_key
-        if isinstance(prompt, str):
-            return redact(prompt, key)
-        return [redact(item, key) if isinstance(item, str) else item for item in prompt]
+        return redacted(prompt, self.session.gateway.api_key)
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""

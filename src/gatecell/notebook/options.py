@@ -148,7 +148,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "action": "append",
             "metavar": "PATH|URL|VAR",
             "help": "attach a picture: a file, an http(s) URL (passed on, never fetched) or a variable "
-            "holding one (a figure, an image, an array, bytes); repeatable",
+            "holding one (a figure, an image, an array, bytes, a pathlib.Path; not text); repeatable",
         },
     ),
     "last_plot": (

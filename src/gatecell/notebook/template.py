@@ -12,9 +12,11 @@ markdown-it's word, as for rendering).
 A field with neither conversion nor spec is filled with the value summarised for a model
 (see `summary`: a DataFrame as its shape, dtypes and first rows, every value within a cap),
 or, in a text magic (``pictures=True``), with the value itself when it is a picture (a
-matplotlib figure, a PIL image, an image-shaped array, picture bytes, a path to a picture
-file: `gatecell.wire.attachments.picture_of`): the prompt is then a list of its text and
-those pictures, in order, which each API sends as content parts;
+matplotlib figure, a PIL image, an image-shaped array, picture bytes, a ``pathlib`` path:
+`gatecell.wire.attachments.attachment_of`): the prompt is then a list of its text and
+those pictures, in order, which each API sends as content parts. A string is text, always:
+a variable holding a model's reply that names a file or a URL puts those words in the
+prompt, never the file;
 ``!r``, ``!s`` or a spec format it as Python would, within the same cap. ``{In[3]}`` is a
 cell's source, so it goes in as a fenced Python block. A summary of several lines is put on
 lines of its own, so a table stays a table.
@@ -76,11 +78,11 @@ def _picture(match: re.Match[str], value: Any) -> Any:
     """The field's value as an `Attachment` when it is a picture (and has no !conv or :spec)."""
     if match.group("conv") or match.group("spec") or _name(match) == "In":
         return None
-    from gatecell.wire.attachments import picture_of
+    from gatecell.wire.attachments import attachment_of
     from gatecell.wire.errors import InvalidRequest
 
     try:
-        return picture_of(value)
+        return attachment_of(value)
     except InvalidRequest as exc:
         raise UsageError(f"{{{match.group('field')}}} in the prompt: {exc.message}") from None
 

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gatecell.wire.secret import redact, redact_json
+
 from .keys import gateway_address
 from .prices import SOURCES, Price
 from .records import iso, text_of
@@ -64,8 +66,8 @@ def _now() -> str:
 
 def answer(conn: sqlite3.Connection, key: str) -> CachedReply | None:
     """The newest complete, error-free, not partial, not itself cached exchange with ``key``,
-    dated no later than now; None when that one's reply was empty (no text, no tool call):
-    an empty reply answers nothing, and the request goes again."""
+    dated no later than now, redacted as it is now; None when that one's reply was empty (no
+    text, no tool call): an empty reply answers nothing, and the request goes again."""
     row = conn.execute(
         "SELECT response, reasoning, usage_json, response_json, request_id, time, endpoint, model, latency "
         "FROM exchanges "
@@ -76,6 +78,10 @@ def answer(conn: sqlite3.Connection, key: str) -> CachedReply | None:
     if row is None:
         return None
     text, reasoning, usage, response, request_id, at, endpoint, model, latency = row
+    # Redacted again as it is replayed: a row written before a rule existed holds what the
+    # rule masks now (each step first asks whether the text can hold anything to mask).
+    text, reasoning = (redact(v) if v else v for v in (text, reasoning))
+    response = redact_json(response) if response else response
     try:
         body = _loads(response)
     except ValueError:  # a body that was not JSON (another tool's row): rebuilt from the text

@@ -8,9 +8,10 @@ API's parts of it.
 **What is recognised** (`attachment_of`): a matplotlib ``Figure`` (or ``Axes``: its figure),
 a PIL ``Image``, a numpy array of picture shape and dtype (HxW, HxWx3, HxWx4, at least
 `MIN_SIDE` a side, so that a small matrix stays a table; uint8, or float within [0, 1]), an
-``IPython.display.Image``, bytes that begin like a PNG, JPEG, GIF or WebP, a ``pathlib``
-path, and an ``http(s)`` URL. Anything else is None: the caller shows it as text. `load`
-is for values the user named as a file (``--image``, ``--file``): a path string or a URL.
+``IPython.display.Image``, bytes that begin like a PNG, JPEG, GIF or WebP, and a ``pathlib``
+path. Anything else is None, and a string above all: the caller shows it as text, whatever
+file or URL it names. `load` is for a path or URL the user marked as a file: typed after
+``--image``/``--file``, or in a column named by ``images=``/``--image-column``.
 
 **What happens to a picture.** Encoded once, here: a figure as PNG at its own DPI, an
 array or a PIL image as PNG, or JPEG when it is a photo (no transparency, many colours)
@@ -23,9 +24,18 @@ bytes that are UTF-8 with no NUL) as a fenced block cut to ``chars``. Nothing la
 ``GATECELL_FILE_MAX_BYTES`` (32 MiB) is read.
 
 **Who may name a path.** Only the user: a path is read when it is a ``pathlib`` value, a
-``--image``/``--file`` option, or a template field the user filled (`picture_of`). A URL is
-passed on as a URL for the gateway to fetch; the client never fetches it. Nothing a model
-or a gateway sent reaches this module.
+``--image``/``--file`` option typed in the cell, or a value of a column the user named as
+pictures (``images="photo"``, ``--image-column photo``). A string anywhere else (a row's
+cell, a variable holding a model's reply, a template field) stays text, even when it names
+an existing picture or an ``http(s)`` URL: whoever writes the data, or a model, cannot make
+the client read a file or hand the gateway a URL to fetch. A URL is passed on as a URL; the
+client never fetches it. Nothing a model or a gateway sent reaches this module as a path.
+
+**Pictures are bounded before they are decoded** (`opened`): one of more than
+``GATECELL_IMAGE_MAX_PIXELS`` (16,000,000) pixels, as its header says, is decoded at a
+fraction of its size where the format allows it (JPEG's draft mode), and refused in one line
+otherwise; whatever Pillow raises on bytes it cannot read is that one line too. The local
+gateway's picture reader and the notebook's thumbnails use the same cap.
 
 **Errors** are one `InvalidRequest` line, raised before any request: a path that does not
 exist, a file over the cap, a file that is neither a picture, a PDF nor text.
@@ -42,11 +52,13 @@ import io
 import mimetypes
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, first_line
 from .settings import env_number
 
 if TYPE_CHECKING:
@@ -55,13 +67,14 @@ if TYPE_CHECKING:
 __all__ = [
     "Attachment",
     "attachment_of",
-    "picture_of",
     "load",
     "from_data",
     "of_bytes",
     "of_url",
     "sniff",
     "size_text",
+    "opened",
+    "pixel_cap",
     "FILE_SUFFIXES",
     "MIN_SIDE",
     "PHOTO_PIXELS",
@@ -84,7 +97,6 @@ _SIGNATURES = (
     (b"GIF89a", "image/gif"),
 )
 PICTURE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
-_PICTURE_ENDINGS = tuple(PICTURE_SUFFIXES)
 _TEXT_SUFFIXES = {
     ".txt": "",
     ".md": "markdown",
@@ -219,6 +231,21 @@ class Attachment:
             description=f"{self.description}, sent as its text ({len(text):,} characters)",
         )
 
+    def redacted(self, *secrets: Any) -> Attachment:
+        """This attachment with every text it sends or shows through the one redaction
+        (`gatecell.wire.secret.redact`): a text file's or a PDF's text, its name, its URL, its
+        description; itself when nothing changes. A picture's or a PDF's bytes go as they are."""
+        from .secret import redact
+
+        changed: dict[str, Any] = {}
+        for name in ("text", "name", "url", "description", "source"):
+            value = getattr(self, name)
+            if value:
+                clean = redact(value, *secrets)
+                if clean != value:
+                    changed[name] = clean
+        return replace(self, **changed) if changed else self
+
     def __repr__(self) -> str:
         digest = f" sha256 {self.sha256[:12]}…" if self.sha256 else ""
         return f"<Attachment {self.description}{digest}>"
@@ -228,40 +255,17 @@ class Attachment:
 
 
 def attachment_of(value: Any) -> Attachment | None:
-    """``value`` as an `Attachment` when it is a picture, a ``pathlib`` path, a string naming
-    an existing file, or an ``http(s)`` URL (module docstring); None when it is none of
-    these. A ``pathlib`` path that does not exist is an error, as is a file over the cap or
-    with no form a prompt can hold."""
+    """``value`` as an `Attachment` when it is a picture or a ``pathlib`` path (module
+    docstring); None for anything else, a string above all (it is text, whatever it names).
+    A ``pathlib`` path that does not exist is an error, as is a file over the cap or with no
+    form a prompt can hold."""
     if isinstance(value, Attachment):
         return value
     if isinstance(value, str):
-        text = value.strip()
-        if _URL.fullmatch(text) or (text and "\n" not in text and len(text) < 4096 and os.path.isfile(text)):
-            return load(text)
         return None
     if isinstance(value, PurePath):
         return load(value)
     return _picture(value)
-
-
-def picture_of(value: Any) -> Attachment | None:
-    """For ``{name}`` in a template: ``value`` as a picture when it is one (as
-    `attachment_of`), or a string naming an existing picture file (``.png``, ``.jpg``,
-    ``.jpeg``, ``.gif``, ``.webp``) or a picture's ``http(s)`` URL; else None and the value
-    is shown as text. Any other string stays text, so words in a prompt never become a
-    file read."""
-    if isinstance(value, str):
-        if len(value) > 4096 or "\n" in value:
-            return None
-        text = value.strip()
-        if not text.split("?", 1)[0].split("#", 1)[0].lower().endswith(_PICTURE_ENDINGS):
-            return None
-        if _URL.fullmatch(text):
-            return of_url(text)
-        return load(text) if os.path.isfile(text) else None
-    if isinstance(value, PurePath):
-        return load(value)
-    return attachment_of(value)
 
 
 def _picture(value: Any) -> Attachment | None:
@@ -457,53 +461,106 @@ def _pdf_text(data: bytes, name: str | None) -> str:
 # -- encoding pictures ------------------------------------------------------------------------------
 
 
-def _from_bytes(data: bytes, source: str, name: str | None = None) -> Attachment:
-    """Picture bytes, kept as they are when they fit the limits; else decoded and encoded again."""
-    from PIL import Image, UnidentifiedImageError
+def pixel_cap() -> int:
+    """The most pixels picture bytes from outside may decode to (``GATECELL_IMAGE_MAX_PIXELS``,
+    16,000,000): the attachments, the notebook's thumbnails and the local gateway's picture
+    reader hold to it."""
+    return env_number(None, "GATECELL_IMAGE_MAX_PIXELS", 16_000_000)
 
+
+@contextmanager
+def _untrusted(label: str) -> Iterator[None]:
+    """Whatever Pillow raises on bytes from outside (any class: its decoders are many) as one
+    `InvalidRequest` line naming them."""
     try:
+        yield
+    except InvalidRequest:
+        raise
+    except Exception as exc:
+        raise InvalidRequest("attachment", f"{label}: not a readable picture ({first_line(exc)})") from None
+
+
+def _within_pixels(image: PILImage, label: str, side: int | None = None) -> PILImage:
+    """``image``, opened but not decoded yet, decoded within `pixel_cap`: at about ``side``
+    pixels a side (the largest side sent, when it is over the cap) where the format decodes
+    reduced (JPEG's draft mode), refused in one line when it is still over the cap."""
+    cap = pixel_cap()
+    width, height = image.size
+    target = side or (_limits()[0] if width * height > cap else None)
+    if target and max(width, height) > target:
+        image.draft(None, (target, target))
+    if image.size[0] * image.size[1] > cap:
+        raise InvalidRequest(
+            "attachment",
+            f"{label}: {width}x{height} pixels, over the {cap:,} a picture may have "
+            "(GATECELL_IMAGE_MAX_PIXELS)",
+        )
+    image.load()
+    return image
+
+
+def opened(data: bytes, label: str, side: int | None = None) -> PILImage:
+    """Picture bytes from outside, decoded within `pixel_cap` (see `_within_pixels`; ``side``:
+    about the size wanted, for a thumbnail); a picture over the cap, or bytes Pillow cannot
+    read, is one `InvalidRequest` line naming ``label``."""
+    from PIL import Image
+
+    with _untrusted(label):
+        return _within_pixels(Image.open(io.BytesIO(data)), label, side)
+
+
+def _from_bytes(data: bytes, source: str, name: str | None = None) -> Attachment:
+    """Picture bytes, kept as they are when they fit the limits (only their header read);
+    else decoded within the pixel cap and encoded again."""
+    from PIL import Image
+
+    label = name or source
+    with _untrusted(label):
         image = Image.open(io.BytesIO(data))
         width, height = image.size
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise InvalidRequest("attachment", f"{name or source}: not a readable picture ({exc})") from None
-    max_side, max_bytes = _limits()
-    media_type = sniff(data) or Image.MIME.get(image.format or "", "image/png")
-    if max(width, height) <= max_side and len(data) <= max_bytes and media_type in _KEPT:
-        fmt = image.format or media_type.rpartition("/")[2].upper()
-        return Attachment(
-            "image",
-            media_type,
-            data,
-            name=name,
-            width=width,
-            height=height,
-            description=f"{fmt} {width}x{height}, {size_text(len(data))}",
-            source=source,
-        )
-    return _encode(image, source, name)
+        max_side, max_bytes = _limits()
+        media_type = sniff(data) or Image.MIME.get(image.format or "", "image/png")
+        if max(width, height) <= max_side and len(data) <= max_bytes and media_type in _KEPT:
+            fmt = image.format or media_type.rpartition("/")[2].upper()
+            return Attachment(
+                "image",
+                media_type,
+                data,
+                name=name,
+                width=width,
+                height=height,
+                description=f"{fmt} {width}x{height}, {size_text(len(data))}",
+                source=source,
+            )
+        return _encode(_within_pixels(image, label), source, name, (width, height))
 
 
 _KEPT = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 def _other_picture(data: bytes, name: str | None) -> Attachment | None:
-    """A picture in another format Pillow reads (TIFF, BMP...), sent as PNG or JPEG."""
-    from PIL import Image, UnidentifiedImageError
+    """A picture in another format Pillow reads (TIFF, BMP...), sent as PNG or JPEG; None
+    when Pillow does not take the bytes for a picture at all."""
+    from PIL import Image
 
     try:
         image = Image.open(io.BytesIO(data))
-        image.load()
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except Exception:  # no picture Pillow knows: the caller says what the file is not
         return None
-    return _encode(image, f"file {name}" if name else "bytes", name)
+    label, size = name or "the file", image.size
+    with _untrusted(label):
+        return _encode(_within_pixels(image, label), f"file {name}" if name else "bytes", name, size)
 
 
-def _encode(image: PILImage, source: str, name: str | None = None) -> Attachment:
-    """A picture as PNG (JPEG for a large photo), downscaled to fit the limits."""
+def _encode(
+    image: PILImage, source: str, name: str | None = None, original: tuple[int, int] | None = None
+) -> Attachment:
+    """A picture as PNG (JPEG for a large photo), downscaled to fit the limits; ``original``
+    is its size before a reduced decoding (`_within_pixels`)."""
     from PIL import Image, ImageOps
 
     max_side, max_bytes = _limits()
-    original = image.size
+    original = original or image.size
     image = ImageOps.exif_transpose(image) or image
     if image.mode not in ("1", "L", "LA", "P", "RGB", "RGBA"):
         image = image.convert("RGBA" if "A" in image.getbands() else "RGB")

@@ -20,6 +20,14 @@ and nowhere else:
 A text file goes in as a text part. `neutral` reads any API's parts back (the chat →
 responses fallback, a conversation restored from the log), and `content_summary` says what
 a content holds without its bytes (type, size, sha256), for the log and the provenance.
+
+**Every text that leaves is redacted** (`redacted`, `outgoing`): the endpoints put each
+request's conversation (its turns, system prompt, instructions) through the one redaction
+(`gatecell.wire.secret.redact_data`) before it is validated and sent, on every round of a
+typed call, whatever built it: a cell, a map's row, a file's or a PDF's text, a file name,
+a panel's message, a tool's result. The log redacts what it keeps the same way, and the
+magics redact the prompt before ``--show-prompt`` shows it, so the three agree. Bytes (data
+URLs, base64 sources, inline data) go as they are.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from typing import Any
 
 from .attachments import Attachment, attachment_of, of_bytes, of_url
 from .errors import InvalidRequest, echo
+from .secret import redact_data, suspect
 
 __all__ = [
     "TEXT_APIS",
@@ -44,6 +53,8 @@ __all__ = [
     "neutral",
     "content_summary",
     "content_text",
+    "redacted",
+    "outgoing",
 ]
 
 # Names of the text APIs, as the magics' --api and %config Gatecell.api spell them.
@@ -162,6 +173,72 @@ def _part(api: str, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
     if item.kind == "text":
         return _text(api, item.text or "")
     return _MAKERS[api](item)
+
+
+# -- what leaves: redacted ------------------------------------------------------------------------
+
+# The fields of a request body that carry the conversation, on each text API.
+_SAID = ("messages", "contents", "input", "system", "instructions", "systemInstruction")
+
+
+_URL_FIELDS = frozenset(("url", "image_url", "file_data"))  # where a part may carry a data URL
+
+
+def _payload(part: dict[str, Any], key: str) -> bool:
+    """Bytes in base64 (a data URL where a part takes a URL, a base64 source, inline data):
+    never text to redact. A text field is text whatever it begins with, and a messages text
+    document's ``data`` is text."""
+    value = part[key]
+    if not isinstance(value, str):
+        return False
+    if key in _URL_FIELDS:
+        return value.startswith("data:")
+    return key == "data" and part.get("type") != "text"
+
+
+def redacted(content: Any, *secrets: Any) -> Any:
+    """A prompt or a content as it may leave: every text in it (strings, text parts, an
+    `Attachment`'s text and name) through the one redaction, bytes as they are; the very
+    object when nothing changes."""
+    if isinstance(content, Attachment):
+        return content.redacted(*secrets)
+    if isinstance(content, (list, tuple)) and any(isinstance(item, Attachment) for item in content):
+        return [redacted(item, *secrets) for item in content]
+    return redact_data(content, *secrets, keep=_payload)
+
+
+def _words(value: Any, out: list[str]) -> list[str]:
+    """``out`` with the strings `redacted` looks at in JSON-like data: keys and texts, not
+    bytes (a list filled in place: a map makes one per row, and generators cost more)."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            out.append(key)
+            if isinstance(item, str):
+                if not _payload(value, key):
+                    out.append(item)
+            else:
+                _words(item, out)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _words(item, out)
+    return out
+
+
+def outgoing(body: dict[str, Any], *secrets: Any) -> dict[str, Any]:
+    """A text endpoint's request body with its conversation `redacted` (module docstring).
+    One look at all its words first: a conversation with nothing to mask, as most are, costs
+    one search (`secret.suspect`), not one per string (a map sends one body per row)."""
+    said = [key for key in _SAID if key in body]
+    words: list[str] = []
+    for key in said:
+        _words(body[key], words)
+    if not suspect("\0".join(words), *secrets):
+        return body
+    found = {key: redacted(body[key], *secrets) for key in said}
+    changed = {key: value for key, value in found.items() if value is not body[key]}
+    return {**body, **changed} if changed else body
 
 
 # -- reading parts back -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from . import schemas
 from .calls import Calls, Hooks
-from .conversation import for_api, with_parts
+from .conversation import for_api, outgoing, with_parts
 from .decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
 from .errors import InvalidRequest
 from .exchange import Call, Program
@@ -555,10 +555,12 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> Program[Any]:
         """The program of a text endpoint: ``send(request, schema)`` of the body validated
         now; with ``typed``, the rounds of a typed call (`typed_calls.typed_call`), each
-        round's body validated as the program makes it."""
+        round's body validated as the program makes it. Every body's conversation goes
+        through the one redaction first (`conversation.outgoing`), every round's too."""
+        validate = functools.partial(_validated, request_model, self.api_key)
         if typed is None:
-            return send(schemas.validate(request_model, body), None)
-        return self._typed(api, model, body, typed, functools.partial(schemas.validate, request_model), send)
+            return send(validate(body), None)
+        return self._typed(api, model, body, typed, validate, send)
 
     # -- other runs -----------------------------------------------------------------------
 
@@ -579,6 +581,11 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         )
         programs.usage_known = self.usage_known
         return programs
+
+
+def _validated(request_model: type[schemas.R], key: Any, body: dict[str, Any]) -> schemas.R:
+    """The request of ``body`` as it leaves: its conversation redacted, then validated."""
+    return schemas.validate(request_model, outgoing(body, key))
 
 
 def _dump(request: Any) -> bytes:

@@ -197,14 +197,15 @@ def first_line(exc: BaseException) -> str:
 
 def echo(value: object, limit: int = ECHO_LIMIT) -> str:
     """``value`` as an error line quotes it: a class by its name, anything else by its repr,
-    cut at ``limit`` characters with ``… (N characters)`` (N: the whole repr's length), so
-    that a 20 KB prompt passed where a number goes still makes one line."""
+    redacted (whole, before the cut: a key cut in two would no longer be found), then cut at
+    ``limit`` characters with ``… (N characters)`` (N: the whole repr's length), so that a
+    20 KB prompt passed where a number goes still makes one line."""
     if isinstance(value, type):
         return value.__qualname__
     try:
-        text = repr(value)
+        text = redact(repr(value))
     except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
-        text = reprlib.repr(value)
+        text = redact(reprlib.repr(value))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"

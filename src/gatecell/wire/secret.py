@@ -142,15 +142,14 @@ MIN_KEY = 8  # characters a key has at least to be masked as one: a shorter "key
 
 
 def _values(given: tuple[Secret | str | None, ...]) -> tuple[str, ...]:
-    """The keys to mask: this process's and the given ones."""
-    if not given:
-        return _KNOWN
-    values = dict.fromkeys(_KNOWN)
+    """The keys to mask: this process's and the given ones (this process's very tuple when
+    it holds them all, as it holds every client's: the detector of it is cached)."""
+    extra: dict[str, None] = {}
     for s in given:
         value = s.reveal() if isinstance(s, Secret) else s
-        if value and len(value) >= MIN_KEY:
-            values[value] = None
-    return tuple(values)
+        if value and len(value) >= MIN_KEY and value not in _KNOWN:
+            extra[value] = None
+    return (*_KNOWN, *extra) if extra else _KNOWN
 
 
 def _unkey(text: str, lower: str, key: _Key) -> str:
@@ -433,10 +432,13 @@ def _named_secret(name: str, value: str) -> bool:
     return kind == "strong" or (kind == "weak" and _looks_random(value))
 
 
-def redact_data(value: Any, *secrets: Secret | str | None) -> Any:
+def redact_data(
+    value: Any, *secrets: Secret | str | None, keep: Callable[[dict[str, Any], str], bool] | None = None
+) -> Any:
     """JSON-like data (dicts, lists, strings...) with every string redacted and the string
     value of a key named like a secret (``"api_key"``, ``"password"``) masked; the very same
-    object when nothing changed."""
+    object when nothing changed. ``keep(mapping, key)`` says which values to leave as they
+    are (bytes in base64, which hold no text)."""
     if isinstance(value, str):
         clean = redact(value, *secrets)
         return value if clean == value else clean
@@ -444,15 +446,17 @@ def redact_data(value: Any, *secrets: Secret | str | None) -> Any:
         out, changed = {}, False
         for k, v in value.items():
             new_k = redact_data(k, *secrets)
-            if isinstance(v, str) and isinstance(k, str) and _named_secret(k, v):
-                new_v: Any = MASK
+            if keep is not None and keep(value, k):
+                new_v: Any = v
+            elif isinstance(v, str) and isinstance(k, str) and _named_secret(k, v):
+                new_v = MASK
             else:
-                new_v = redact_data(v, *secrets)
+                new_v = redact_data(v, *secrets, keep=keep)
             changed = changed or new_k is not k or new_v is not v
             out[new_k] = new_v
         return out if changed else value
     if isinstance(value, (list, tuple)):
-        items = [redact_data(v, *secrets) for v in value]
+        items = [redact_data(v, *secrets, keep=keep) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
             return type(value)(items)
         return value

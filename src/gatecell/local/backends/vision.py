@@ -5,7 +5,9 @@ their format, size and dimensions, their dominant colours (each pixel mapped to 
 colour of a small named palette with Pillow's ``quantize``, then counted), and whether a
 picture looks like a chart or diagram (one plain background covering much of it, few
 colours) or a photo (many colours, no plain background); a document's type and length (a
-PDF's pages and text through pypdf). The same bytes always give the same words.
+PDF's pages and text through pypdf). The same bytes always give the same words. A picture
+over ``GATECELL_IMAGE_MAX_PIXELS`` is described from its header only, never decoded, and one
+Pillow cannot read is said to be so: the client's cap (`gatecell.wire.attachments.pixel_cap`).
 
 `read` turns a message's content (a string, or any API's parts: `wire.conversation.neutral`
 reads them) into its text and its attachments. A part it cannot read (a bad data URL, bad
@@ -20,13 +22,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from gatecell.wire.attachments import Attachment, size_text
+from gatecell.wire.attachments import Attachment, opened, pixel_cap, size_text
 from gatecell.wire.conversation import neutral
 from gatecell.wire.errors import InvalidRequest
 
 from . import Refused
 
-__all__ = ["read", "turns_of", "account", "PALETTE", "MAX_PIXELS"]
+__all__ = ["read", "turns_of", "account", "PALETTE"]
 
 # Named colours, as a person would name them; every pixel goes to the nearest one.
 PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -46,7 +48,6 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("brown", (140, 90, 45)),
     ("beige", (225, 205, 160)),
 )
-MAX_PIXELS = 16_000_000  # a picture larger than this is described from its header only
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
 _MAX_PAGES = 200  # of a PDF whose text is counted
 
@@ -122,20 +123,22 @@ def account(pictures: Sequence[Attachment], *, earlier: bool = False) -> str:
 def _picture(picture: Attachment) -> str:
     if picture.data is None:
         return f"by URL, {picture.url} (not fetched: this gateway works offline)"
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     fmt, size = (picture.media_type or "image").rpartition("/")[2].upper(), size_text(len(picture.data))
     head = f"{fmt}, {size}"
     try:
-        opened = Image.open(io.BytesIO(picture.data))
-        width, height = opened.size
-        head = f"{fmt} {width}x{height}, {size}"
-        if width * height > MAX_PIXELS:
-            return f"{head} (too large to measure: over {MAX_PIXELS:,} pixels)"
-        opened.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
-        opened.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
-        image = opened.convert("RGBA")
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        width, height = Image.open(io.BytesIO(picture.data)).size
+    except Exception:  # whatever Pillow raises on bytes from outside
+        return f"{head}, which I could not decode as a picture"
+    head = f"{fmt} {width}x{height}, {size}"
+    if width * height > pixel_cap():  # described from its header only (GATECELL_IMAGE_MAX_PIXELS)
+        return f"{head} (too large to measure: over {pixel_cap():,} pixels)"
+    try:
+        decoded = opened(picture.data, "it", _SAMPLE)  # JPEG decodes at a fraction of its size
+        decoded.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
+        image = decoded.convert("RGBA")
+    except (InvalidRequest, OSError, ValueError):
         return f"{head}, which I could not decode as a picture"
     plain = Image.new("RGB", image.size, (255, 255, 255))
     plain.paste(image, mask=image.getchannel("A"))  # transparency reads as white paper

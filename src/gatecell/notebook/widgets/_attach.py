@@ -5,8 +5,9 @@ the widget's comm message, and their names are data (shown escaped, used for the
 and label, never opened as a path). Each file becomes an `Attachment` through
 `gatecell.wire.attachments.from_data`, as ``--file`` and ``--image`` make theirs: a picture
 encoded once (downscaled past ``GATECELL_IMAGE_MAX_SIDE`` or ``GATECELL_IMAGE_MAX_BYTES``), a
-PDF as a document, a text file fenced. A file over ``GATECELL_FILE_MAX_BYTES``, or with no
-form a prompt can hold, is refused in one line. That work (Pillow may decode and shrink a
+PDF as a document, a text file fenced. A file over ``GATECELL_FILE_MAX_BYTES``, a picture
+over ``GATECELL_IMAGE_MAX_PIXELS`` (refused from its header, before it is decoded), or a file
+with no form a prompt can hold, is refused in one line. That work (Pillow may decode and shrink a
 large photo) runs in a thread of its own, so the kernel keeps answering meanwhile.
 
 A file waits for the next message as a thumbnail (a picture) or a chip (a document) with a

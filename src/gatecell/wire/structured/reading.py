@@ -1,8 +1,10 @@
 """Reading an answer as real models write it: clean JSON, JSON in a code fence or with a
 sentence around it, a label in quotes or with a full stop, a messages reply's forced tool
 call. A failure is one line naming the first problem (``stars: Input should be a valid
-integer, got 'five'``), for the row's error and for `asking.repair_message`. The cost is
-linear in the answer, whatever the answer.
+integer, got 'five'``), for the row's error and for `asking.repair_message`, redacted as
+every error line is (a model that echoes a key into a typed field does not put it in
+``parse_error``, a batch's errors or the cell). The cost is linear in the answer, whatever
+the answer.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import echo
+from ..secret import redact
 from .schema import WRAP, Schema
 
 __all__ = ["parse", "parse_reply", "answer_text"]
@@ -21,13 +24,19 @@ _OPENERS = {"object": "{", "list": "["}  # how a clean answer of each kind begin
 
 
 def parse(text: str | None, schema: Schema) -> tuple[Any, str | None]:
-    """``(value, None)`` for an answer that holds a valid value, else ``(None, one line)``.
+    """``(value, None)`` for an answer that holds a valid value, else ``(None, one line)``
+    (redacted: module docstring).
 
     The JSON may be the whole answer, inside a code fence, or a balanced object or array
     with text around it; each is tried (the first that validates wins, else the first
     problem found is named). A JSON value the answer ends inside (a cut-off reply) fails.
     Choices match a label case- and space-insensitively, also quoted or with a full stop.
     """
+    value, problem = _parse(text, schema)
+    return value, None if problem is None else redact(problem)
+
+
+def _parse(text: str | None, schema: Schema) -> tuple[Any, str | None]:
     if text is None or not text.strip():
         return None, "the answer is empty"
     if schema.kind == "choices":
@@ -70,7 +79,8 @@ def parse_reply(body: Any, text: str | None, schema: Schema) -> tuple[Any, str |
     after the schema) is the value itself; a chat refusal is named; else `text` is parsed."""
     call = _tool_call(body, schema)
     if call is not None:
-        return schema.check(_unwrap(call.get("input"), schema))
+        value, problem = schema.check(_unwrap(call.get("input"), schema))
+        return value, None if problem is None else redact(problem)
     if isinstance(body, dict):
         choices = body.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
