@@ -47,6 +47,7 @@ __all__ = [
     "json_body",
     "too_large",
     "echo",
+    "cut",
     "first_line",
     "ECHO_LIMIT",
     "refuses_content",
@@ -205,6 +206,12 @@ def echo(value: object, limit: int = ECHO_LIMIT) -> str:
         text = repr(value)
     except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
         text = reprlib.repr(value)
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as `echo` cuts a quoted value, without quoting it: for words a server chose
+    that a line shows as they are (a proxy's reason phrase)."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
