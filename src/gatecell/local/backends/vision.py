@@ -5,7 +5,9 @@ their format, size and dimensions, their dominant colours (each pixel mapped to 
 colour of a small named palette with Pillow's ``quantize``, then counted), and whether a
 picture looks like a chart or diagram (one plain background covering much of it, few
 colours) or a photo (many colours, no plain background); a document's type and length (a
-PDF's pages and text through pypdf). The same bytes always give the same words.
+PDF's pages and text through pypdf, in a worker process under the budget of
+`gatecell.wire.pdf`, stopped when the request's client goes away). The same bytes always
+give the same words.
 
 `read` turns a message's content (a string, or any API's parts: `wire.conversation.neutral`
 reads them) into its text and its attachments. A part it cannot read (a bad data URL, bad
@@ -23,8 +25,10 @@ from typing import Any
 from gatecell.wire.attachments import Attachment, size_text
 from gatecell.wire.conversation import neutral
 from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.pdf import PdfError, pdf_text
 
 from . import Refused
+from ._stop import current
 
 __all__ = ["read", "turns_of", "account", "PALETTE", "MAX_PIXELS"]
 
@@ -48,7 +52,6 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
 )
 MAX_PIXELS = 16_000_000  # a picture larger than this is described from its header only
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
-_MAX_PAGES = 200  # of a PDF whose text is counted
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
@@ -122,7 +125,7 @@ def account(pictures: Sequence[Attachment], *, earlier: bool = False) -> str:
 def _picture(picture: Attachment) -> str:
     if picture.data is None:
         return f"by URL, {picture.url} (not fetched: this gateway works offline)"
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     fmt, size = (picture.media_type or "image").rpartition("/")[2].upper(), size_text(len(picture.data))
     head = f"{fmt}, {size}"
@@ -135,7 +138,7 @@ def _picture(picture: Attachment) -> str:
         opened.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
         opened.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
         image = opened.convert("RGBA")
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+    except Exception:  # whatever Pillow raises (SyntaxError for a broken PNG...): the bytes are at fault
         return f"{head}, which I could not decode as a picture"
     plain = Image.new("RGB", image.size, (255, 255, 255))
     plain.paste(image, mask=image.getchannel("A"))  # transparency reads as white paper
@@ -215,16 +218,14 @@ def _document(document: Attachment) -> str:
 
 
 def _pdf(data: bytes, size: str) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
+    """Pages and characters, counted under the budget of `gatecell.wire.pdf` (which says when
+    it stopped early) and given up once the request's client has gone; a PDF pypdf cannot
+    read is `Refused` (a 400: the same bytes would fail again)."""
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = len(reader.pages)
-        chars = sum(len(page.extract_text() or "") for page in reader.pages[:_MAX_PAGES])
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return f"PDF, {size}, which pypdf could not read"
-    counted = f"{chars:,} characters of text" + (
-        f" in its first {_MAX_PAGES} pages" if pages > _MAX_PAGES else ""
-    )
-    return f"PDF, {size}: {pages} page{'s' if pages != 1 else ''}, {counted}"
+        found = pdf_text(data, stop=current())
+    except PdfError as exc:
+        raise Refused(f"a PDF of {size}: {exc.message}") from None
+    if found.pages is None:
+        return f"PDF, {size}: {found.stopped}"
+    counted = f"{found.chars:,} characters of text" + (f" ({found.stopped})" if found.stopped else "")
+    return f"PDF, {size}: {found.pages} page{'s' if found.pages != 1 else ''}, {counted}"
