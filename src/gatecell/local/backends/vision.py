@@ -125,7 +125,7 @@ def account(pictures: Sequence[Attachment], *, earlier: bool = False) -> str:
 def _picture(picture: Attachment) -> str:
     if picture.data is None:
         return f"by URL, {picture.url} (not fetched: this gateway works offline)"
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     fmt, size = (picture.media_type or "image").rpartition("/")[2].upper(), size_text(len(picture.data))
     head = f"{fmt}, {size}"
@@ -138,7 +138,7 @@ def _picture(picture: Attachment) -> str:
         opened.draft("RGB", (_SAMPLE, _SAMPLE))  # JPEG decodes at a fraction of its size
         opened.thumbnail((_SAMPLE, _SAMPLE), Image.Resampling.NEAREST)  # NEAREST keeps colours as they are
         image = opened.convert("RGBA")
-    except Exception:  # whatever Pillow raises (SyntaxError for a broken PNG...): the bytes are at fault
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return f"{head}, which I could not decode as a picture"
     plain = Image.new("RGB", image.size, (255, 255, 255))
     plain.paste(image, mask=image.getchannel("A"))  # transparency reads as white paper
