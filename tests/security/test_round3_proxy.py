@@ -20,9 +20,10 @@ HI = [{"role": "user", "content": "hi"}]
 
 class HostileProxy:
     """Answers every request (a CONNECT or a forwarded one) with a 407 whose reason phrase is
-    60,138 characters long, in a head under the 64 KiB a head may have."""
+    ``reason`` (60,138 characters), in a head under the 64 KiB a head may have."""
 
-    def __init__(self) -> None:
+    def __init__(self, reason: str = REASON) -> None:
+        self.reason = reason
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.heads: list[bytes] = []
@@ -46,7 +47,9 @@ class HostileProxy:
                 head += data
             self.heads.append(head.split(b"\r\n", 1)[0])
             conn.sendall(
-                b"HTTP/1.1 407 " + REASON.encode() + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                b"HTTP/1.1 407 "
+                + self.reason.encode()
+                + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
             )
 
     def close(self) -> None:
@@ -82,3 +85,15 @@ def test_a_60_kb_reason_phrase_is_cut_in_the_error_line_and_the_log(proxy, home,
     assert len(logged) == 2
     for line in logged:
         _short(line)
+
+
+def test_a_key_across_the_cut_is_masked_whole(home):
+    key = "sk-test-0123456789abcdef"
+    server = HostileProxy("x" * 70 + key + "y" * 1000)  # the key straddles the 80th character
+    try:
+        with Gateway("http://127.0.0.1:9/v1", key, proxy=server.url, max_retries=0) as gw:
+            batch = gw.map("say {item}", ["a"], model="m", progress=False, cache=False)
+    finally:
+        server.close()
+    line = batch.errors[0]
+    assert "sk-test-01" not in line and "x" * 70 in line and "characters)" in line

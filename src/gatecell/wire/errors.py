@@ -211,7 +211,9 @@ def echo(value: object, limit: int = ECHO_LIMIT) -> str:
 
 def cut(text: str, limit: int = ECHO_LIMIT) -> str:
     """``text`` as `echo` cuts a quoted value, without quoting it: for words a server chose
-    that a line shows as they are (a proxy's reason phrase)."""
+    that a line shows as they are (a proxy's reason phrase). Redacted whole before the cut:
+    a key cut in two would no longer be found."""
+    text = redact(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
