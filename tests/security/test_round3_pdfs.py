@@ -25,6 +25,7 @@ from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 from gatecell import Gateway
 from gatecell.wire.attachments import load
 from gatecell.wire.errors import APITimeoutError, BadRequestError, InvalidRequest
+from gatecell.wire.pdf import WORKERS, PdfText, pdf_text
 
 OPERATORS = 900_000  # in one page: under pypdf's token budget, and tens of seconds of its time
 UNREADABLE = "pypdf cannot read it (NotImplementedError: Unsupported filter /NoSuchDecode)"
@@ -162,7 +163,7 @@ def test_the_local_gateway_stops_the_work_of_a_client_that_has_gone(pdfs, make_g
     outcome: list[BaseException] = []
 
     def ask() -> None:  # a client that gives up after 3 s, while the PDF is being read
-        with Gateway(local.base_url, local.api_key, max_retries=0, request_timeout=3) as gw:
+        with Gateway(local.base_url, local.api_key, max_retries=0, timeout=3) as gw:
             try:
                 gw.chat("local-chat", _ask(pdfs / "slow.pdf"))
             except APITimeoutError as exc:
@@ -179,6 +180,25 @@ def test_the_local_gateway_stops_the_work_of_a_client_that_has_gone(pdfs, make_g
     after = resource.getrusage(resource.RUSAGE_SELF)
     spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     assert spent < 0.5, f"{spent:.1f} CPU seconds in 5 s after the client went away: still at work"
+
+
+def test_no_more_workers_run_at_once_than_processors(pdfs, monkeypatch):
+    monkeypatch.setenv("GATECELL_PDF_MAX_SECONDS", "3")
+    data = (pdfs / "slow.pdf").read_bytes()
+    found: list[PdfText] = []
+    asking = [threading.Thread(target=lambda: found.append(pdf_text(data))) for _ in range(WORKERS + 2)]
+    for thread in asking:
+        thread.start()
+    running = []
+    while any(thread.is_alive() for thread in asking):
+        running.append(len(_workers()))
+        time.sleep(0.05)
+    assert 1 <= max(running) <= WORKERS
+    assert len(found) == WORKERS + 2
+    assert all(
+        (f.stopped or "").startswith("text extraction stopped after 3 s (GATECELL_PDF_MAX_SECONDS)")
+        for f in found
+    )
 
 
 # -- 33.4: what pypdf raises ---------------------------------------------------------------------

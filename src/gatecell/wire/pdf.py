@@ -13,7 +13,9 @@ budget is spent or its caller stops waiting:
 - ``GATECELL_PDF_MAX_SECONDS`` (20): seconds the extraction may take (the worker's CPU is
   capped a little above it by the system too, should this process die first).
 
-Text extracted before a limit is kept, and `PdfText.stopped` is one line naming the budget
+At most as many workers run at once as the machine has processors (`WORKERS`): one more
+waits for a free one, within its own budget. Text extracted before a limit is kept, and
+`PdfText.stopped` is one line naming the budget
 that stopped it ("text extraction stopped after 20 s (GATECELL_PDF_MAX_SECONDS): 3 of 12
 pages read"). Whatever pypdf raises is `PdfError`, one line naming the exception, caught
 at this boundary. Starting the worker costs a fraction of a second (it imports pypdf); the
@@ -37,7 +39,12 @@ from typing import IO, Any
 from .errors import InvalidRequest, cut, first_line
 from .settings import env_number
 
-__all__ = ["Budget", "PdfText", "PdfError", "budget", "pdf_text"]
+__all__ = ["Budget", "PdfText", "PdfError", "budget", "pdf_text", "WORKERS"]
+
+WORKERS = os.cpu_count() or 1
+"""Workers running at once in this process (a local gateway's clients cannot start more)."""
+_FREE = threading.BoundedSemaphore(WORKERS)
+_CANCELLED = "text extraction stopped: the request was cancelled"
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,18 @@ def pdf_text(data: bytes, *, limits: Budget | None = None, stop: threading.Event
     pypdf cannot read it."""
     limits = limits or budget()
     deadline = time.monotonic() + limits.seconds
+    while not _FREE.acquire(timeout=0.1):  # a free worker, within the budget
+        if stop is not None and stop.is_set():
+            return PdfText(None, (), _CANCELLED)
+        if time.monotonic() >= deadline:
+            return PdfText(None, (), _stopped(f"after {limits.seconds:g} s", "SECONDS", None, []))
+    try:
+        return _extract(data, limits, deadline, stop)
+    finally:
+        _FREE.release()
+
+
+def _extract(data: bytes, limits: Budget, deadline: float, stop: threading.Event | None) -> PdfText:
     with tempfile.TemporaryFile() as source:  # stdin from a file: no pipe to fill or block on
         source.write(data)
         source.seek(0)
@@ -137,7 +156,7 @@ def _collect(
                 pages, tuple(texts), _stopped(f"after {limits.seconds:g} s", "SECONDS", pages, texts)
             )
         if stop is not None and stop.is_set():
-            return PdfText(pages, tuple(texts), "text extraction stopped: the request was cancelled")
+            return PdfText(pages, tuple(texts), _CANCELLED)
         try:
             line = lines.get(timeout=min(left, 0.1))
         except queue.Empty:
