@@ -46,13 +46,13 @@ def test_a_csv_file_to_an_output_file_and_again_from_the_log(row_server, tmp_pat
     args = ("map", "{a}{b}", "-i", str(tmp_path / "rows.csv"), "-o", str(out), "--rpm", "6000")
     first = _gatecell(server, *args)
     assert first.returncode == 0 and first.stdout == ""
-    assert "map: 3row [" in first.stderr and "failed=0" in first.stderr  # the progress bar, on stderr
+    assert "map: 3 rows [" in first.stderr and "failed=0" in first.stderr  # the progress bar, on stderr
     assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == [
         "re: 1x",
         "re: 2y",
         "re: 3z",
     ]
-    again = _gatecell(server, *args)
+    again = _gatecell(server, *args, "--force")  # the file is there: replaced only when asked
     assert again.returncode == 0 and len(server.prompts) == 3  # all three from the log
     assert all(json.loads(line)["cached"] for line in out.read_text().splitlines())
 
@@ -299,9 +299,10 @@ def test_an_output_file_is_kept_when_the_batch_refuses_its_options(row_server, t
     server = row_server()
     out = tmp_path / "out.jsonl"
     out.write_text("yesterday's\n")
-    line = _one_line(_gatecell(server, "map", "{w}", "-o", str(out), "-t", "9", stdin='{"w": 1}\n'), server)
+    argv = ("map", "{w}", "-o", str(out), "--force", "-t", "9")
+    line = _one_line(_gatecell(server, *argv, stdin='{"w": 1}\n'), server)
     assert line.startswith("gatecell: temperature") and out.read_text() == "yesterday's\n"
-    empty = _gatecell(server, "map", "{w}", "-o", str(out), "--no-progress")  # no rows: an empty output
+    empty = _gatecell(server, "map", "{w}", "-o", str(out), "--force", "--no-progress")  # no rows: empty
     assert empty.returncode == 0 and out.read_text() == ""
 
 
@@ -333,7 +334,7 @@ def test_an_output_file_of_another_user_is_one_line_before_any_request(row_serve
     }
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "gatecell"]
-        + ["map", "{w}", "-o", str(out)],
+        + ["map", "{w}", "-o", str(out), "--force"],
         input='{"w": 1}\n', capture_output=True, text=True, env=env, cwd=folder,
     )  # fmt: skip
     assert _one_line(done, server) == f"gatecell: map: cannot write {out}: Permission denied"
@@ -372,7 +373,9 @@ def test_rows_are_written_as_they_finish_in_input_order(row_server, tmp_path: Pa
     server.release.clear()
     held.clear()
     held.add("say 0")
-    child = subprocess.Popen([*argv, "-j", "3", "--no-cache"], stdin=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [*argv, "-j", "3", "--no-cache", "--force"], stdin=subprocess.PIPE, text=True, env=env
+    )
     child.stdin.write(rows)
     child.stdin.close()
     wait_until(lambda: server.answered == 6 + 5, "every row but the first answered")

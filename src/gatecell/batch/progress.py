@@ -22,7 +22,7 @@ class Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=engine.total, unit="row", desc="map", mininterval=self.interval)
+            self._bar = tqdm(total=engine.total, unit=" rows", desc="map", mininterval=self.interval)
         self._shown: tuple[int, ...] = ()
 
     def update(self) -> None:

@@ -22,7 +22,7 @@ from gatecell.connect import explain_unserved
 from gatecell.wire.errors import APIError, GatecellError
 from gatecell.wire.terminal import printable
 
-__all__ = ["main"]
+__all__ = ["main", "stdout_gone"]
 
 _DEFAULT_MODEL = "local-chat"
 _LAB_HINT = "gatecell lab needs JupyterLab, which is not installed: pip install 'gatecell[lab]'"
@@ -292,11 +292,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (| head): done, as Unix tools are
+        stdout_gone()
+        return 0
     except Exception as exc:
         if args.debug or not isinstance(exc, (GatecellError, OSError)):
             raise
         print(printable(f"gatecell: {exc}"), file=sys.stderr)
         return 1
+
+
+def stdout_gone() -> None:
+    """After the reader of stdout went away: stdout points at nothing, so that nothing said
+    later (Python flushing it at exit) fails again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    finally:
+        os.close(null)
 
 
 # -- the store's readers: logs, usage, jobs ------------------------------------------------

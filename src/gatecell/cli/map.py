@@ -37,6 +37,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gatecell.wire.errors import GatecellError
 
+from . import stdout_gone
+
 if TYPE_CHECKING:
     from gatecell.batch import Row
     from gatecell.wire.structured import Schema
@@ -67,7 +69,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("template", help="the prompt, with {field} placeholders ({{ and }} for braces)")
     p.add_argument("-i", "--input", metavar="FILE", help="rows.jsonl or rows.csv (default: JSONL on stdin)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the JSON lines here (default: stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the JSON lines to this new file, 0600 (default: stdout); never through a symbolic link",
+    )
+    p.add_argument("--force", action="store_true", help="with -o: replace an existing file")
     p.add_argument(
         "--encoding",
         default="utf-8-sig",
@@ -213,14 +221,20 @@ def _encoding(name: str) -> str:
 # -- the output -----------------------------------------------------------------------------
 
 
-def _output(path: str | None) -> IO[str]:
+def _output(path: str | None, force: bool) -> IO[str]:
     """Where the lines go, opened now: a folder or a file that is not there to write is said
-    before the first request. Opened to append, so that what a file holds is kept until the
-    first row is done (`_Writer` empties it then): options the batch refuses lose nothing."""
+    before the first request. A new file is 0600 and never reached through a symbolic link
+    (`gatecell.wire.private.open_output`); an existing one is refused unless ``--force``,
+    and then kept as it is until the first row is done (`_Writer` empties it then): options
+    the batch refuses lose nothing."""
     if path is None:
         return sys.stdout
+    from gatecell.wire.private import open_output
+
     try:
-        return open(path, "a", encoding="utf-8")
+        return io.TextIOWrapper(open_output(path, force=force), encoding="utf-8")
+    except FileExistsError:
+        raise GatecellError(f"map: {path} exists; add --force to replace it") from None
     except OSError as exc:
         folder = Path(path).parent
         why = f"there is no folder {folder}" if not folder.is_dir() else exc.strerror or str(exc)
@@ -232,6 +246,9 @@ class _Writer:
     Everything here runs in the map's thread: the engine pulls the rows and hands them back."""
 
     def __init__(self, out: IO[str], *, typed: bool = False) -> None:
+        from gatecell.store.report import json_line  # strict JSON, controls escaped as JSON escapes
+
+        self.line = json_line
         self.out = out
         self.typed = typed  # each line gets the row's parsed value
         self.emptied = out is sys.stdout  # a file: emptied when the first row is done
@@ -239,26 +256,38 @@ class _Writer:
         self.ahead: dict[int, Row] = {}  # rows finished before one that comes before them
         self.next = 0  # the position of the next line
         self.written = 0
+        self.gone = False  # the reader went away (``| head``): no row is pulled after that
 
     def pulled(self, rows: Iterable[Any]) -> Iterator[Any]:
         for position, fields in enumerate(rows):
+            if self.gone:  # the rows in flight finish and are logged; no more are sent
+                return
             self.fields[position] = fields
             yield fields
 
     def finished(self, position: int, row: Row) -> None:
-        self._empty()
         self.ahead[position] = row
-        while self.next in self.ahead:
-            self._write(self.next, self.ahead.pop(self.next))
-            self.next += 1
-        self.out.flush()
+        self._drain(every=False)
 
     def rest(self) -> None:
         """At the end: the rows done after one that never finished (an interrupt), in order."""
-        self._empty()
-        for position in sorted(self.ahead):
-            self._write(position, self.ahead.pop(position))
-        self.out.flush()
+        self._drain(every=True)
+
+    def _drain(self, every: bool) -> None:
+        """Write the rows next in order (``every``: all those held). Once the reader of a pipe
+        has gone (``| head``), nothing more is written, quietly, as Unix tools do."""
+        if self.gone:
+            return
+        try:
+            self._empty()
+            while self.next in self.ahead or (every and self.ahead):
+                position = self.next if self.next in self.ahead else min(self.ahead)
+                self._write(position, self.ahead.pop(position))
+                self.next = position + 1
+            self.out.flush()
+        except BrokenPipeError:
+            self.gone = True
+            stdout_gone()
 
     def _empty(self) -> None:
         if not self.emptied:
@@ -279,7 +308,7 @@ class _Writer:
         }
         if self.typed:
             line["parsed"] = row.value
-        self.out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self.out.write(self.line(line) + "\n")
         self.written += 1
 
 
@@ -317,6 +346,7 @@ def _typed(args: argparse.Namespace) -> dict[str, Schema]:
 
 def run(args: argparse.Namespace) -> int:
     from gatecell.batch.options import from_flags
+    from gatecell.batch.rows import Rows, Template
     from gatecell.gateway import Gateway
 
     try:
@@ -332,13 +362,17 @@ def run(args: argparse.Namespace) -> int:
     csv.field_size_limit(ROW_CAP)
     name = args.input or "stdin"
     csv_input = args.input is not None and Path(args.input).suffix.lower() == ".csv"
+    template = Template(args.template)
     with _opened(args.input) as source:
+        first: list[Any] = []
         try:
-            for _ in _rows(source, csv_input, encoding, name):  # the whole input, before any request
-                pass
+            for row in _rows(source, csv_input, encoding, name):  # the whole input, before any request
+                if not first:
+                    first.append(row)
         except GatecellError as exc:
             raise GatecellError(f"{exc}; nothing was sent") from None
-        out = _output(args.output)
+        Rows(first).check(template)  # a wrong field is the one line, before a gateway starts
+        out = _output(args.output, args.force)
         writer = _Writer(out, typed=bool(typed))
         try:
             with Gateway() as gw, closing(_rows(source, csv_input, encoding, name)) as rows:
@@ -353,6 +387,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if args.output:
                 out.close()
+    if writer.gone:  # a reader that went away (| head) is no failure
+        return 0
     if batch.interrupted:
         print(f"gatecell: interrupted: {writer.written} rows written", file=sys.stderr)
         return 130

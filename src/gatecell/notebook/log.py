@@ -9,7 +9,6 @@ HTML. The store is read through `gatecell.store` (loaded on first use, not at
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -137,8 +136,10 @@ def export(name: str, path: str | None, *, force: bool = False) -> None:
         text = "".join(json_line(turn) + "\n" for turn in turns)
     else:
         text = f"# Conversation {name}\n\n" + "\n".join(exchange_text(turn) for turn in turns)
+    from gatecell.wire.private import write_output
+
     try:
-        _write_new(target, text.encode("utf-8"), force)
+        write_output(target, text.encode("utf-8"), force=force)
     except FileExistsError:
         raise UsageError(f"%gatecell export: {target} exists; add --force to replace it") from None
     except FileNotFoundError:
@@ -148,23 +149,6 @@ def export(name: str, path: str | None, *, force: bool = False) -> None:
     except OSError as exc:
         raise UsageError(f"%gatecell export: cannot write {target}: {exc.strerror or exc}") from None
     print(f"wrote the {len(turns)} exchanges of conversation {name!r} to {target}")
-
-
-def _write_new(target: Path, data: bytes, force: bool) -> None:
-    """``data`` into a new 0600 file at ``target`` (never through a symbolic link); with
-    ``force`` an existing regular file is replaced whole (a new file renamed over it)."""
-    if target.is_symlink():
-        raise OSError(0, "it is a symbolic link (not followed)")
-    if force and target.exists():
-        if not target.is_file():
-            raise IsADirectoryError(target)
-        from gatecell.wire.private import write_whole
-
-        write_whole(target, data)
-        return
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
 
 
 def restore(name: str, memory: Any) -> None:

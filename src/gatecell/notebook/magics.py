@@ -63,20 +63,23 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "image": (
         "Generate an image (/v1/images/generations); it is embedded in the output.",
-        ("model", "size", "save"),
+        ("model", "size", "save", "force"),
     ),
     "speak": (
         "Text to speech (/v1/audio/speech); the audio is embedded in the output.",
-        ("model", "voice", "format", "autoplay", "save"),
+        ("model", "voice", "format", "autoplay", "save", "force"),
     ),
-    "imagine": ("Job-style image generation: submit, show progress, show the images.", ("no_wait", "save")),
+    "imagine": (
+        "Job-style image generation: submit, show progress, show the images.",
+        ("no_wait", "save", "force"),
+    ),
     "video": (
         "Generate a video (a job): submit, show progress, show the video.",
-        ("model", "no_wait", "autoplay", "save"),
+        ("model", "no_wait", "autoplay", "save", "force"),
     ),
     "music": (
         "Job-style music generation: submit, show progress, show the tracks.",
-        ("style", "no_wait", "autoplay", "save"),
+        ("style", "no_wait", "autoplay", "save", "force"),
     ),
 }
 
@@ -130,7 +133,7 @@ def _gatecell_parser() -> MagicParser:
     job.add_argument(
         "--kind", choices=("imagine", "video", "music"), help="needed only for a job the log does not know"
     )
-    for opt in ("save", "autoplay", "out", "footer", "debug"):
+    for opt in ("save", "force", "autoplay", "out", "footer", "debug"):
         flags, kw = OPTIONS[opt]
         job.add_argument(*flags, dest=opt, **kw)
     explain = sub.add_parser(
@@ -565,7 +568,7 @@ class GatecellMagics(Magics):
                 name=f"{name}-{i}",
             )
             if ns.save:
-                _save(ns.save, i, len(media), data)
+                _save(ns.save, i, len(media), data, ns.force)
             values.append(MediaBytes(data, mime, prov).quiet())
         return values[0] if len(values) == 1 else values
 
@@ -793,10 +796,30 @@ def _reply_text(result: Any) -> str:
     return fence(json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000], "json")
 
 
-def _save(path: str, index: int, count: int, data: bytes) -> None:
-    """Write ``data`` to ``path``; several items go to ``name-1.ext``, ``name-2.ext``..."""
+_SAVED: set[tuple[int, int]] = set()  # (device, inode) of each file --save wrote in this kernel
+
+
+def _save(path: str, index: int, count: int, data: bytes, force: bool) -> None:
+    """Write ``data`` to ``path``; several items go to ``name-1.ext``, ``name-2.ext``... A new
+    file is 0600; an existing one is replaced only with ``--force``, or when this kernel's
+    --save wrote it (running the cell again); a symbolic link is never followed."""
+    from IPython.core.error import UsageError
+
+    from gatecell.wire.private import write_output
+
     if count > 1:
         stem, ext = os.path.splitext(path)
         path = f"{stem}-{index + 1}{ext}"
-    with open(path, "wb") as fh:
-        fh.write(data)
+    try:
+        st = os.lstat(path)
+        force = force or (st.st_dev, st.st_ino) in _SAVED
+    except OSError:
+        pass
+    try:
+        write_output(path, data, force=force)
+    except FileExistsError:
+        raise UsageError(f"--save: {path} exists; add --force to replace it") from None
+    except OSError as exc:
+        raise UsageError(f"--save: cannot write {path}: {exc.strerror or exc}") from None
+    st = os.stat(path)
+    _SAVED.add((st.st_dev, st.st_ino))

@@ -83,7 +83,15 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "(all magics: %%config Gatecell.cache = True)",
         },
     ),
-    "save": (("--save",), {"metavar": "PATH", "help": "also write the result to this file"}),
+    "save": (
+        ("--save",),
+        {
+            "metavar": "PATH",
+            "help": "also write the result to this new file (0600, never through a symbolic link; "
+            "one this kernel saved is replaced)",
+        },
+    ),
+    "force": (("--force",), {"action": "store_true", "help": "with --save: replace an existing file"}),
     "out": (("-o", "--out"), {"metavar": "VAR", "help": "store the result in this variable"}),
     "footer": (("--footer",), {"action": "store_true", "help": "show a provenance line under the output"}),
     "debug": (("--debug",), {"action": "store_true", "help": "show the full traceback of an error"}),

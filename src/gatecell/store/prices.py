@@ -17,6 +17,12 @@ In this order (`Pricing.cost`, the ``cost_source`` of each):
 
 Else the cost is unknown. A malformed prices file is a `ConfigError` naming the variable and
 what is wrong.
+
+Every figure is bounded before it is kept or summed: a price from 0 to `MAX_PRICE` dollars
+per million tokens (a file's, a model info's), a cost from 0 to
+`gatecell.wire.results.MAX_COST` (the gateway's, or one worked out here); anything else
+(``inf``, ``NaN``, ``1e308``, a negative) is refused or unknown, so a hostile gateway cannot
+make a total ``inf`` in the log, and a price it gave earlier is checked again when read back.
 """
 
 from __future__ import annotations
@@ -30,10 +36,23 @@ from pathlib import Path
 from typing import Any
 
 from gatecell.wire.errors import ConfigError
+from gatecell.wire.results import dollars
 
-__all__ = ["Price", "Pricing", "SOURCES", "load_prices", "prices_from", "model_info_prices", "usage_cost"]
+__all__ = [
+    "Price",
+    "Pricing",
+    "SOURCES",
+    "MAX_PRICE",
+    "load_prices",
+    "prices_from",
+    "model_info_prices",
+    "per_token",
+    "usage_cost",
+]
 
 SOURCES = ("gateway", "model-info", "prices")
+MAX_PRICE = 100_000.0
+"""Dollars per million tokens a price may be, at most (the dearest models ask hundreds)."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +61,12 @@ class Price:
     output: float  # per million completion tokens (reasoning included)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+        """Dollars for these tokens (``inf`` for counts past what a float holds: the callers
+        keep only a finite cost within their bound)."""
+        try:
+            return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+        except OverflowError:
+            return math.inf
 
 
 def _parse(path: Path) -> Any:
@@ -56,13 +80,9 @@ def _parse(path: Path) -> Any:
     return json.loads(text)
 
 
-def _number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+def _number(value: Any, cap: float = MAX_PRICE) -> bool:
+    """A price: a number (not text) from 0 to ``cap``."""
+    return isinstance(value, (int, float)) and dollars(value, cap) is not None
 
 
 def load_prices(path: Path) -> dict[str, Price]:
@@ -86,7 +106,8 @@ def prices_from(data: Any, where: str = "prices") -> dict[str, Price]:
     for model, entry in data.items():
         if not (isinstance(entry, dict) and _number(entry.get("input")) and _number(entry.get("output"))):
             raise ConfigError(
-                f"{where}: {model!r} needs numbers 'input' and 'output' (dollars per million tokens)"
+                f"{where}: {model!r} needs numbers 'input' and 'output' from 0 to {MAX_PRICE:,.0f} "
+                "(dollars per million tokens)"
             )
         prices[model] = Price(float(entry["input"]), float(entry["output"]))
     return prices
@@ -102,10 +123,18 @@ def model_info_prices(body: Any) -> dict[str, Price]:
         info = entry.get("model_info") if isinstance(entry, dict) else None
         if not (isinstance(name, str) and isinstance(info, dict)):
             continue
-        per_token: list[Any] = [info.get("input_cost_per_token"), info.get("output_cost_per_token")]
-        if all(_number(value) for value in per_token) and name not in prices:
-            prices[name] = Price(per_token[0] * 1e6, per_token[1] * 1e6)
+        price = per_token(info.get("input_cost_per_token"), info.get("output_cost_per_token"))
+        if price is not None and name not in prices:
+            prices[name] = price
     return prices
+
+
+def per_token(input_cost: Any, output_cost: Any) -> Price | None:
+    """A `Price` from dollars per token (LiteLLM's model info, and the log's copy of it),
+    None unless both are prices within `MAX_PRICE` per million."""
+    if not (_number(input_cost, MAX_PRICE / 1e6) and _number(output_cost, MAX_PRICE / 1e6)):
+        return None
+    return Price(input_cost * 1e6, output_cost * 1e6)
 
 
 def usage_cost(usage: Any) -> float | None:
@@ -113,7 +142,7 @@ def usage_cost(usage: Any) -> float | None:
     if not isinstance(usage, dict):
         usage = getattr(usage, "model_extra", None)
     value: Any = usage.get("cost") if isinstance(usage, dict) else None
-    return float(value) if _number(value) else None
+    return dollars(value) if isinstance(value, (int, float)) else None
 
 
 class Pricing:
@@ -146,7 +175,7 @@ class Pricing:
         completion_tokens: int | None,
     ) -> tuple[float | None, str | None]:
         """(dollars, source), or (None, None). ``said`` is the gateway's own figure, if any."""
-        if _number(said):
+        if isinstance(said, (int, float)) and dollars(said) is not None:
             return float(said), "gateway"
         if model is None or (prompt_tokens is None and completion_tokens is None):
             return None, None
@@ -154,6 +183,5 @@ class Pricing:
         source = "model-info"
         if price is None:
             price, source = self.prices.get(model), "prices"
-        if price is None:
-            return None, None
-        return price.cost(prompt_tokens or 0, completion_tokens or 0), source
+        cost = None if price is None else dollars(price.cost(prompt_tokens or 0, completion_tokens or 0))
+        return (None, None) if cost is None else (cost, source)

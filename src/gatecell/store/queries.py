@@ -8,16 +8,18 @@ cache answers, jobs and usage as small dataclasses.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from gatecell.wire.results import MAX_COST
 from gatecell.wire.secret import redact, redact_json
 
 from .keys import gateway_address
-from .prices import SOURCES, Price
+from .prices import SOURCES, Price, per_token
 from .records import iso, text_of
 from .schema import index_new
 
@@ -320,13 +322,16 @@ def usage(
         "total(CASE WHEN cost IS NULL THEN prompt_tokens END), "
         "total(CASE WHEN cost IS NULL THEN completion_tokens END), "
         "count(CASE WHEN cost IS NULL AND coalesce(prompt_tokens, completion_tokens) IS NOT NULL THEN 1 END) "
+        # a cost past the bound (kept by an older gatecell: 1e308, inf) counts as unknown
+        "FROM (SELECT time, model, error, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, "
+        f"cost_source, CASE WHEN cost BETWEEN 0 AND {MAX_COST!r} THEN cost END AS cost "
         "FROM exchanges WHERE cached = 0"
     )
     args: list[Any] = []
     if since:
         sql += " AND time >= ?"
         args.append(since)
-    sql += " GROUP BY day, model ORDER BY day, model"
+    sql += ") GROUP BY day, model ORDER BY day, model"
     rows = []
     for row in conn.execute(sql, args):
         day, model, requests, errors, prompt, completion, reasoning, total = row[:8]
@@ -334,8 +339,9 @@ def usage(
         cost = known if priced else None
         found = [name for name in SOURCES if name in (sources or "").split(",")]
         price = (prices or {}).get(model) if model else None
-        if price is not None and unpriced:
-            cost = (cost or 0.0) + price.cost(int(bare_prompt), int(bare_completion))
+        extra = price.cost(int(bare_prompt), int(bare_completion)) if price is not None and unpriced else None
+        if extra is not None and math.isfinite(extra):
+            cost = (cost or 0.0) + extra
             found += [] if "prices" in found else ["prices"]
             unpriced = 0
         rows.append(
@@ -365,8 +371,8 @@ def model_prices(conn: sqlite3.Connection) -> tuple[dict[tuple[str, str], Price]
     ):
         if model == "":
             asked[gateway] = fetched
-        elif per_input is not None and per_output is not None:
-            prices[(gateway, model)] = Price(per_input * 1e6, per_output * 1e6)
+        elif (price := per_token(per_input, per_output)) is not None:  # checked again: an older
+            prices[(gateway, model)] = price  # gatecell kept what it was told
     return prices, asked
 
 

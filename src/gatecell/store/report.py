@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -32,10 +33,25 @@ __all__ = [
 
 
 def json_line(record: Any) -> str:
-    """One record as one line of JSON (dataclasses as objects, non-ASCII kept)."""
+    """One record as one line of strict JSON (dataclasses as objects, non-ASCII kept): a
+    float that is not finite is ``null``, never ``Infinity`` or ``NaN``, which JSON has not."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
         record = dataclasses.asdict(record)
-    return printable(json.dumps(record, ensure_ascii=False, default=str))
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # a value not finite somewhere (a typed answer's NaN, say)
+        text = json.dumps(_finite(record), ensure_ascii=False, default=str, allow_nan=False)
+    return printable(text)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def since_value(text: str) -> str:

@@ -221,14 +221,16 @@ class Attachment:
             return self
         if self.kind != "document" or self.data is None:
             raise InvalidRequest("attachment", f"{self.description} has no text form")
-        text = _pdf_text(self.data, self.name)
+        text, stopped = _pdf_text(self.data, self.name)
         label = f"{self.name or 'document.pdf'}: text extracted from a PDF of {size_text(len(self.data))}"
+        fenced = _fenced(label, text, "", chars)
         return replace(
             self,
             kind="text",
             media_type="text/plain",
-            text=_fenced(label, text, "", chars),
-            description=f"{self.description}, sent as its text ({len(text):,} characters)",
+            text=f"{fenced}\n({stopped})" if stopped else fenced,
+            description=f"{self.description}, sent as its text ({len(text):,} characters"
+            + (f"; {stopped})" if stopped else ")"),
         )
 
     def redacted(self, *secrets: Any) -> Attachment:
@@ -446,16 +448,17 @@ def _fenced(label: str, text: str, lang: str, chars: int | None) -> str:
     return f"{label}:\n{fence(body, lang)}"
 
 
-def _pdf_text(data: bytes, name: str | None) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+def _pdf_text(data: bytes, name: str | None) -> tuple[str, str | None]:
+    """The text of a PDF's pages, and the line naming the budget that stopped it early
+    (`gatecell.wire.pdf`: a worker process, stopped at its budget)."""
+    from .pdf import PdfError, pdf_text
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise InvalidRequest("attachment", f"{name or 'the PDF'}: pypdf cannot read it ({exc})") from None
-    return "\n\n".join(f"[page {i}]\n{text.strip()}" for i, text in enumerate(pages, 1))
+        found = pdf_text(data)
+    except PdfError as exc:
+        raise InvalidRequest("attachment", f"{name or 'the PDF'}: {exc.message}") from None
+    text = "\n\n".join(f"[page {i}]\n{text.strip()}" for i, text in enumerate(found.texts, 1))
+    return text, found.stopped
 
 
 # -- encoding pictures ------------------------------------------------------------------------------

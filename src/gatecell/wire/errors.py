@@ -47,6 +47,7 @@ __all__ = [
     "json_body",
     "too_large",
     "echo",
+    "cut",
     "first_line",
     "ECHO_LIMIT",
     "refuses_content",
@@ -203,9 +204,17 @@ def echo(value: object, limit: int = ECHO_LIMIT) -> str:
     if isinstance(value, type):
         return value.__qualname__
     try:
-        text = redact(repr(value))
+        text = repr(value)
     except RecursionError:  # nested deeper than repr goes: reprlib stops at a depth
-        text = redact(reprlib.repr(value))
+        text = reprlib.repr(value)
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as `echo` cuts a quoted value, without quoting it: for words a server chose
+    that a line shows as they are (a proxy's reason phrase). Redacted whole before the cut:
+    a key cut in two would no longer be found."""
+    text = redact(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"

@@ -42,6 +42,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from .errors import cut
 from .proxies import Proxy
 
 __all__ = [
@@ -295,7 +296,7 @@ def _reason(exc: OSError) -> str:
 
 
 def _refused(proxy: Proxy | None, what: str, status: int, reason: bytes) -> ProxyError:
-    return ProxyError(f"proxy {proxy} refused {what}: {status} {reason.decode('latin-1')}")
+    return ProxyError(f"proxy {proxy} refused {what}: {status} {cut(reason.decode('latin-1'))}")
 
 
 class Pool:

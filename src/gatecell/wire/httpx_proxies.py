@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import httpx
 
+from .errors import cut
 from .proxies import Proxies, Proxy
 
 __all__ = ["ProxiedTransport"]
@@ -96,7 +97,7 @@ def _named(exc: httpx.TransportError, proxy: Proxy | None, request: httpx.Reques
         return exc
     if isinstance(exc, httpx.ProxyError):  # httpx's words for a refused CONNECT: "407 Proxy ..."
         return httpx.ProxyError(
-            f"proxy {proxy} refused CONNECT {request.url.netloc.decode()}: {exc}", request=request
+            f"proxy {proxy} refused CONNECT {request.url.netloc.decode()}: {cut(str(exc))}", request=request
         )
     return type(exc)(f"{exc} (through proxy {proxy})", request=request)
 

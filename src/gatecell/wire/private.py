@@ -23,10 +23,12 @@ symbolic links are checked.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "Untrusted",
@@ -37,6 +39,8 @@ __all__ = [
     "read_private",
     "write_private",
     "write_whole",
+    "open_output",
+    "write_output",
 ]
 
 _POSIX = hasattr(os, "getuid")
@@ -162,3 +166,43 @@ def write_whole(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# -- a command's output: a file the user named -------------------------------------------------
+
+
+def open_output(path: str | os.PathLike[str], *, force: bool = False) -> BinaryIO:
+    """``path`` opened to write a command's output into (``gatecell map -o``, ``--save``,
+    ``%gatecell export``), never through a symbolic link: a new 0600 file; with ``force``, an
+    existing regular file as it is (the caller empties it once it has something to write, so
+    a refusal before then loses nothing). `FileExistsError` for an existing file without
+    ``force``, `IsADirectoryError` for a folder, `Untrusted` for a symbolic link or a special
+    file (a FIFO would block the open), and the `OSError` of the open itself; each one's
+    ``strerror`` is the reason to show after the path."""
+    path = Path(path)
+    try:
+        st: os.stat_result | None = path.lstat()
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise Untrusted(errno.ELOOP, "it is a symbolic link (not followed)")
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise Untrusted(errno.EPERM, "it is not a regular file")
+        if not force:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+    # O_EXCL for a new file: one that appears meanwhile (a link put there) is not opened.
+    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | (0 if st is not None else os.O_EXCL)
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
+
+
+def write_output(path: str | os.PathLike[str], data: bytes, *, force: bool = False) -> None:
+    """``data`` as the whole of ``path`` (`open_output`); with ``force`` an existing regular
+    file is replaced whole (`write_whole`: a new 0600 file renamed over it)."""
+    if force and os.path.isfile(path) and not os.path.islink(path):
+        write_whole(path, data)
+        return
+    with open_output(path) as out:
+        out.write(data)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import inspect
-import math
 import mimetypes
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from .http import request_id_of
 __all__ = [
     "ResponseMeta",
     "response_cost",
+    "dollars",
+    "MAX_COST",
     "Media",
     "Audio",
     "ImageResult",
@@ -42,19 +43,28 @@ Loader = Callable[[], Loaded | Awaitable[Loaded]]
 _UNREAD: Any = object()
 
 
-def _dollars(text: str | None) -> float | None:
-    try:
-        value = float(text) if text is not None else None
-    except ValueError:  # LiteLLM sends "None" when it does not know
+MAX_COST = 10_000.0
+"""US dollars one exchange may cost, at most: a million tokens of the dearest model cost
+hundreds. A figure past it (``1e308``, which two of make ``inf`` when summed) is no cost."""
+
+
+def dollars(value: Any, cap: float = MAX_COST) -> float | None:
+    """``value`` (a number, or its text) as US dollars when it is one: finite, from 0 to
+    ``cap``; else None (unknown), never ``inf`` or ``NaN``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    return value if value is not None and math.isfinite(value) and value >= 0 else None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):  # LiteLLM sends "None" when it does not know
+        return None
+    return number if 0 <= number <= cap else None  # NaN compares false
 
 
 def response_cost(headers: Mapping[str, str]) -> float | None:
     """What the gateway says a whole answer cost, in US dollars: LiteLLM's
     ``x-litellm-response-cost`` (the sum of its ``-input`` and ``-output`` parts, which a
     stream's head carries too, as zeros: a stream says its cost in its last usage)."""
-    return _dollars(headers.get("x-litellm-response-cost"))
+    return dollars(headers.get("x-litellm-response-cost"))
 
 
 class ResponseMeta:

@@ -5,9 +5,11 @@ their format, size and dimensions, their dominant colours (each pixel mapped to 
 colour of a small named palette with Pillow's ``quantize``, then counted), and whether a
 picture looks like a chart or diagram (one plain background covering much of it, few
 colours) or a photo (many colours, no plain background); a document's type and length (a
-PDF's pages and text through pypdf). The same bytes always give the same words. A picture
-over ``GATECELL_IMAGE_MAX_PIXELS`` is described from its header only, never decoded, and one
-Pillow cannot read is said to be so: the client's cap (`gatecell.wire.attachments.pixel_cap`).
+PDF's pages and text through pypdf, in a worker process under the budget of
+`gatecell.wire.pdf`, stopped when the request's client goes away). The same bytes always
+give the same words. A picture over ``GATECELL_IMAGE_MAX_PIXELS`` is described from its
+header only, never decoded, and one Pillow cannot read is said to be so: the client's cap
+(`gatecell.wire.attachments.pixel_cap`).
 
 `read` turns a message's content (a string, or any API's parts: `wire.conversation.neutral`
 reads them) into its text and its attachments. A part it cannot read (a bad data URL, bad
@@ -25,8 +27,10 @@ from typing import Any
 from gatecell.wire.attachments import Attachment, opened, pixel_cap, size_text
 from gatecell.wire.conversation import neutral
 from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.pdf import PdfError, pdf_text
 
 from . import Refused
+from ._stop import current
 
 __all__ = ["read", "turns_of", "account", "PALETTE"]
 
@@ -49,7 +53,6 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("beige", (225, 205, 160)),
 )
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
-_MAX_PAGES = 200  # of a PDF whose text is counted
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
@@ -218,16 +221,14 @@ def _document(document: Attachment) -> str:
 
 
 def _pdf(data: bytes, size: str) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
+    """Pages and characters, counted under the budget of `gatecell.wire.pdf` (which says when
+    it stopped early) and given up once the request's client has gone; a PDF pypdf cannot
+    read is `Refused` (a 400: the same bytes would fail again)."""
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = len(reader.pages)
-        chars = sum(len(page.extract_text() or "") for page in reader.pages[:_MAX_PAGES])
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return f"PDF, {size}, which pypdf could not read"
-    counted = f"{chars:,} characters of text" + (
-        f" in its first {_MAX_PAGES} pages" if pages > _MAX_PAGES else ""
-    )
-    return f"PDF, {size}: {pages} page{'s' if pages != 1 else ''}, {counted}"
+        found = pdf_text(data, stop=current())
+    except PdfError as exc:
+        raise Refused(f"a PDF of {size}: {exc.message}") from None
+    if found.pages is None:
+        return f"PDF, {size}: {found.stopped}"
+    counted = f"{found.chars:,} characters of text" + (f" ({found.stopped})" if found.stopped else "")
+    return f"PDF, {size}: {found.pages} page{'s' if found.pages != 1 else ''}, {counted}"

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.schemas import validate
 
 from ..backends import Refused
+from ..backends._stop import running
 from ..errors import Fail, shown
 from ..registry import MODELS, LocalModel, endpoint_error
 from ..render import off_loop
@@ -134,12 +136,28 @@ def _lone_surrogate(data: Any) -> str | None:
     return None
 
 
-async def compose(fn: Callable[..., T], *args: Any) -> T:
-    """Compose a local-chat reply off the event loop; what the stand-in refuses is a 400."""
+async def compose(request: Request, fn: Callable[..., T], *args: Any) -> T:
+    """Compose a local-chat reply off the event loop; what the stand-in refuses is a 400.
+    Once the client has gone, the work is told to stop (`backends._stop.current`): a PDF's
+    text extraction kills its worker rather than spend its budget for no one."""
+    stop = threading.Event()
+    watching = asyncio.ensure_future(_gone(request, stop))
     try:
-        return await off_loop(fn, *args)
+        return await off_loop(running, stop, fn, *args)
     except Refused as exc:
         raise Fail(400, str(exc)) from None
+    finally:
+        watching.cancel()
+
+
+async def _gone(request: Request, stop: threading.Event) -> None:
+    """Set ``stop`` when the client disconnects (the body is read: what comes next is that)."""
+    while not await request.is_disconnected():
+        await asyncio.sleep(_WATCH)
+    stop.set()
+
+
+_WATCH = 0.2  # seconds between looks at a client's connection while its reply is made
 
 
 def requested(reader: Callable[[dict[str, Any]], T], data: dict[str, Any]) -> T:

@@ -31,7 +31,7 @@ from .common import (
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
-    answer = await compose(_answer, req, requested(typed.by_chat, data))
+    answer = await compose(request, _answer, req, requested(typed.by_chat, data))
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,

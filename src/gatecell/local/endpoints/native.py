@@ -48,7 +48,7 @@ async def messages(request: Request, req: MessagesRequest, data: dict) -> Respon
     rt = runtime(request)
     tool = requested(typed.forced_tool, data)
     wanted = typed.Wanted(tool[1]) if tool else None
-    answer = await compose(_messages_answer, req, data.get("system") or "", wanted)
+    answer = await compose(request, _messages_answer, req, data.get("system") or "", wanted)
     block: dict[str, Any] = {"type": "text", "text": answer.text}
     stop = _STOP[answer.finish_reason]
     if tool is not None:
@@ -114,7 +114,7 @@ async def generate(request: Request) -> Response:
     served(model, f"/v1beta/models/{model}:generateContent")
     system = data.get("systemInstruction") or data.get("system_instruction") or ""
     wanted = requested(typed.by_generate, data)
-    answer = await compose(_content_answer, req, system, _max_output_tokens(data), wanted)
+    answer = await compose(request, _content_answer, req, system, _max_output_tokens(data), wanted)
     usage = {
         "promptTokenCount": answer.prompt_tokens,
         "candidatesTokenCount": answer.completion_tokens,

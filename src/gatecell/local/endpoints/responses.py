@@ -42,7 +42,7 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
         )
     instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
     wanted = requested(typed.by_responses, data)
-    thought = await compose(_think, req.input, effort, instructions, limit, wanted)
+    thought = await compose(request, _think, req.input, effort, instructions, limit, wanted)
     shell = _shell(req.model, effort or "medium", instructions)
     if wanted is not None:
         shell["text"] = data["text"]

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import APIError, InvalidRequest
-from .json_schema import openapi
 from .schema import Schema
 
 __all__ = [
@@ -63,7 +62,7 @@ def request_fields(api: str, schema: Schema) -> dict[str, Any]:
         return {
             "generationConfig": {
                 "responseMimeType": "application/json",
-                "responseSchema": openapi(schema.wire),
+                "responseSchema": schema.openapi,
             }
         }
     if api == "messages":

@@ -4,7 +4,10 @@ object-rooted form tightened for OpenAI's strict mode, and Gemini's OpenAPI subs
 
 Everything here is a pure function of a document a user (or a network) gave, so each walk
 is bounded: at most `MAX_DEPTH` levels, references only into the same document, a recursive
-reference left out where a form cannot express it.
+reference left out where a form cannot express it, and at most `max_nodes` nodes made by a
+form that inlines references (`tightened`, `openapi`): references that fan out (each
+definition naming the next twice) double the inlined schema at each step, so that 4 KB
+would make billions of nodes; past the cap the schema is refused in one line.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import ConfigDict, Field, create_model
 
 from ..errors import InvalidRequest, echo
+from ..settings import env_number
 
 __all__ = [
     "Kind",
     "MAX_DEPTH",
+    "MAX_NODES",
+    "max_nodes",
     "NAME",
     "python_type",
     "pointer",
@@ -34,6 +40,9 @@ __all__ = [
 Kind = Literal["object", "list", "choices", "value"]
 
 MAX_DEPTH = 64  # of a JSON Schema given as a dict
+MAX_NODES = 10_000
+"""Nodes a form with its references inlined may have, by default (``GATECELL_SCHEMA_MAX_NODES``):
+a schema with a hundred properties on each of ten levels is far below it."""
 NAME = re.compile(r"[^A-Za-z0-9_-]")  # what a name sent to the APIs may not hold
 
 # OpenAI strict mode: the keywords it takes, and its limits on nesting and size.
@@ -51,6 +60,27 @@ _OPENAPI_FORMATS = {
     "INTEGER": {"int32", "int64"},
     "NUMBER": {"float", "double"},
 }
+
+
+def max_nodes() -> int:
+    """The nodes an inlined form may have (``GATECELL_SCHEMA_MAX_NODES``, `MAX_NODES`)."""
+    return env_number(None, "GATECELL_SCHEMA_MAX_NODES", MAX_NODES)
+
+
+class _Budget:
+    """Counts the nodes a form makes; the one-line refusal once they pass `max_nodes`."""
+
+    def __init__(self) -> None:
+        self.left = self.cap = max_nodes()
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise InvalidRequest(
+                "schema",
+                f"its $refs fan out: inlined, it passes {self.cap:,} nodes (GATECELL_SCHEMA_MAX_NODES); "
+                "refer to a definition from fewer places, or nest less",
+            )
 
 
 def python_type(json_schema: dict[str, Any]) -> Any:
@@ -239,12 +269,16 @@ def wrapped(json_schema: dict[str, Any], key: str) -> dict[str, Any]:
 
 def tightened(json_schema: dict[str, Any]) -> dict[str, Any]:
     """A copy in strict mode's form: objects closed where they did not say, every property
-    required, defaults gone, a ``$ref`` with other keywords beside it inlined."""
+    required, defaults gone, a ``$ref`` with other keywords beside it inlined (strict mode
+    takes a ``$ref`` alone: those are kept). More than `max_nodes` nodes is an
+    `InvalidRequest` (module docstring)."""
     root = copy.deepcopy(json_schema)
+    budget = _Budget()
 
     def walk(node: Any, depth: int) -> Any:
         if not isinstance(node, dict) or depth > MAX_DEPTH:
             return node
+        budget.spend()
         if isinstance(node.get("$ref"), str) and len(node) > 1:
             try:
                 target = pointer(root, node["$ref"])
@@ -293,11 +327,14 @@ def is_strict(wire: dict[str, Any]) -> bool:
 def openapi(json_schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON Schema in the OpenAPI subset of Gemini's ``responseSchema``: references
     inlined (a recursive one is left out), upper-case types, ``nullable`` for a null
-    alternative, only the keywords and formats it takes, ``propertyOrdering`` kept."""
+    alternative, only the keywords and formats it takes, ``propertyOrdering`` kept. More
+    than `max_nodes` nodes is an `InvalidRequest` (module docstring)."""
+    budget = _Budget()
 
     def convert(node: Any, refs: tuple[str, ...]) -> dict[str, Any] | None:
         if not isinstance(node, dict) or len(refs) > MAX_DEPTH:
             return None
+        budget.spend()
         ref = node.get("$ref")
         if isinstance(ref, str):
             if ref in refs:

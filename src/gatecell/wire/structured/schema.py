@@ -24,6 +24,7 @@ from .json_schema import (
     Kind,
     is_strict,
     kind_of,
+    openapi,
     python_type,
     resolved,
     tightened,
@@ -52,6 +53,7 @@ class Schema:
       ``additionalProperties: false`` where unsaid, every property required, no defaults.
     * **strict** - whether ``wire`` keeps to strict mode's rules (its keywords, objects
       closed, nesting at most 10 levels); `request_fields` asks for strict mode when it does.
+
     * **labels** - the choices, in order (empty for other kinds).
     """
 
@@ -211,6 +213,13 @@ class Schema:
             return self._label_of.get(value)
         except TypeError:  # unhashable
             return None
+
+    @functools.cached_property
+    def openapi(self) -> dict[str, Any]:
+        """``wire`` in the OpenAPI subset generate-content takes, made once: its references
+        inlined, so a schema whose references fan out past ``GATECELL_SCHEMA_MAX_NODES``
+        nodes is an `InvalidRequest` here (``wire`` keeps them, as strict mode takes them)."""
+        return openapi(self.wire)
 
     @functools.cached_property
     def json_text(self) -> str:
