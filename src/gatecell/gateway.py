@@ -235,8 +235,7 @@ class Gateway(
         from gatecell.batch import run as run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        gateway, routes = self.journal.gateway, self._routes
-        return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
+        return run_map(self, self._routes, template, data, progress=progress, on_row=on_row, **options)
 
     def close(self) -> None:
         if self._owns_http:
@@ -292,7 +291,6 @@ class AsyncGateway(
         self.base_url  # noqa: B018  (where: decided before the rows are)
         return await arun_map(
             self,
-            self.journal.gateway,
             self._routes,
             template,
             data,

@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gatecell.wire.apis import CACHEABLE, api_of
-from gatecell.wire.calls import Hooks, Outcome
+from gatecell.wire.calls import EMPTY_REPLY, Hooks, Outcome
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.exchange import Call
 from gatecell.wire.http import Headers, Request, Response
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Journal",
+    "BatchJournal",
     "Commit",
     "COMMIT_WAIT",
     "MODEL_INFO_MAX_AGE",
@@ -234,6 +235,7 @@ class Journal(Hooks):
         if not self._log():
             return None
         call, result, meta, error = outcome.call, outcome.result, outcome.meta, outcome.error
+        failure = str(error) if error is not None else self._failure(result)
         note: _Note = outcome.note or _Note(_EMPTY, time.time(), None)
         context = note.context
         secrets = (self._key(),)
@@ -280,7 +282,7 @@ class Journal(Hooks):
             usage=usage,
             latency=latency,
             status=meta.status if meta is not None else getattr(error, "status", None),
-            error=str(error) if error is not None else None,
+            error=failure,
             request_id=meta.request_id if meta is not None else getattr(error, "request_id", None),
             conversation=context.conversation,
             notebook=notebook_of(context),
@@ -301,6 +303,13 @@ class Journal(Hooks):
         ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
         return None if ticket is None else Commit(self.store, ticket)
 
+    def _failure(self, result: Any) -> str | None:
+        """The error an answer is logged with though its call succeeded (none here)."""
+        return None
+
+    def for_batch(self, cache: bool) -> BatchJournal:
+        return BatchJournal(self, cache)
+
     def _job(
         self, call: Call, job: Job, context: CallContext, secrets: tuple[Any, ...], at: float | None
     ) -> int | None:
@@ -320,6 +329,63 @@ class Journal(Hooks):
             secrets=secrets,
             at=at,
         )
+
+
+class BatchJournal(Journal):
+    """A map's journal: the client's log (same gateway, key and switches) as a batch's rows
+    use it, so that a row is logged, cached and waited for as an interactive call is.
+
+    What differs is what a batch of many rows cannot afford or must not keep:
+
+    - **lookups never wait** for this process's pending writes (rows are looked up while
+      others are logged), and the keys the log can answer are read once (`Store.answer_keys`):
+      most rows of a batch are not in the log, and a set says so without a query; with none
+      at all, no cache key is made here (the writer makes it);
+    - **an empty answer is no answer**: one without text (and without a typed value) is
+      logged as an error (`EMPTY_REPLY`), which the log never answers with, and an empty one
+      the log holds from elsewhere is not taken;
+    - **answers from the log are not waited for** (nothing new was shown): `settled` is the
+      commit of everything, which the batch waits for at its end.
+
+    **Parameters:** ``journal``: the client's; ``cache``: answer rows from the log.
+    """
+
+    def __init__(self, journal: Journal, cache: bool) -> None:
+        super().__init__(journal.gateway, journal._key, journal._log, lambda: cache, journal._log_media)
+        self._store = journal.store
+        self._known = self.store.answer_keys() if cache else None
+        self._last: int | None = None
+
+    def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
+        at = time.time()
+        known = self._known
+        if known == set() or not (self._cache() and call.method == "POST" and api_of(call.path) in CACHEABLE):
+            return _Note(_EMPTY, at, None), None
+        from gatecell.store import cache_key
+
+        key = cache_key(call.path, call.model, call.body, self.gateway)
+        answer = self.store.lookup(key, settle=False) if known is None or key in known else None
+        usable = answer is not None and (
+            bool((answer.text or "").strip()) or (call.schema is not None and answer.response is not None)
+        )
+        return _Note(_EMPTY, at, key), (_replayed(call, answer) if usable and answer is not None else None)
+
+    def _failure(self, result: Any) -> str | None:
+        empty = isinstance(result, (ChatCompletion, Reply)) and not (result.text or "").strip()
+        return EMPTY_REPLY if empty and result.parsed is None else None
+
+    def ended(self, outcome: Outcome) -> Commit | None:
+        commit = super().ended(outcome)
+        if commit is None:
+            return None
+        self._last = commit.ticket
+        return None if outcome.meta is not None and outcome.meta.cached else commit
+
+    def for_batch(self, cache: bool) -> BatchJournal:
+        return BatchJournal(self, cache)
+
+    def settled(self) -> Commit | None:
+        return None if self._last is None else Commit(self.store, self._last)
 
 
 def _prompt(body: bytes | None) -> str | None:

@@ -77,7 +77,7 @@ def test_overlapping_pauses_count_once_against_the_patience():
 def _run(gw, data, **options):
     """The engine over ``data``, as ``gw.map`` runs it (without the log); the engine, to read
     its pacing, and the batch."""
-    engine = Engine(gw, "test", "row {item}", data, resolve({"concurrency": 1, **options}))
+    engine = Engine(gw, "row {item}", data, resolve({"concurrency": 1, **options}))
     return engine, asyncio.run(engine.run())
 
 

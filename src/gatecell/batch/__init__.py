@@ -29,34 +29,21 @@ OnRow = Callable[[int, Row], object]
 
 
 def _engine(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
     options: dict[str, Any],
     on_row: OnRow | None,
 ) -> Any:
-    from gatecell.store import default_store
-
     from .engine import Engine
     from .options import resolve
 
-    return Engine(
-        client,
-        gateway,
-        template,
-        data,
-        resolve(options),
-        store=default_store(),
-        proxies=proxies,
-        on_row=on_row,
-    )
+    return Engine(client, template, data, resolve(options), proxies=proxies, on_row=on_row)
 
 
 def run(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
@@ -65,14 +52,14 @@ def run(
     on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
-    """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client``, logged as
-    sent to ``gateway`` (the log's name for it), through ``proxies`` (None: direct). The
+    """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client`` (logged by
+    its hooks, in their batch mode), through ``proxies`` (None: direct). The
     engine runs on a loop of its own in a worker thread (``on_row`` is called there); this
     thread shows the progress and takes Ctrl-C, which stops the engine and returns the
     partial `Batch`."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, proxies, template, data, options, on_row)
+    engine = _engine(client, proxies, template, data, options, on_row)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -104,8 +91,7 @@ def run(
 
 
 async def arun(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
@@ -117,7 +103,7 @@ async def arun(
     """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
     from .progress import Progress
 
-    engine = _engine(client, gateway, proxies, template, data, options, on_row)
+    engine = _engine(client, proxies, template, data, options, on_row)
     bar = Progress(engine, progress)
 
     async def show() -> None:

@@ -41,7 +41,17 @@ from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextS
 from .structured import Support
 from .typed_calls import Typed, read_answer, typed_call
 
-__all__ = ["Calls", "Options", "Hooks", "Outcome", "Parse", "JSON_CAP", "MEDIA_CAP", "USER_AGENT"]
+__all__ = [
+    "Calls",
+    "Options",
+    "Hooks",
+    "Outcome",
+    "Parse",
+    "JSON_CAP",
+    "MEDIA_CAP",
+    "USER_AGENT",
+    "EMPTY_REPLY",
+]
 
 # Default caps on a response body (``max_response_bytes`` unset). A JSON answer or a stream
 # of text past 64 MiB is no reply a model gives, but it is what a hostile or broken gateway
@@ -55,6 +65,9 @@ Parse = Callable[[Call, Response, ResponseMeta], Any]
 
 
 USER_AGENT = f"gatecell/{__version__}"
+# A batch's row whose answer has no text (and no typed value): its error, and what its log entry
+# says, so the log never answers with it.
+EMPTY_REPLY = "empty reply: no text came back (not kept as an answer: a new run sends this row again)"
 
 
 @dataclass(frozen=True)
@@ -177,6 +190,15 @@ class Hooks:
 
     def job_kind(self, job_id: str) -> str | None:
         """The kind of the job with this id, when the hooks know it (the log does)."""
+        return None
+
+    def for_batch(self, cache: bool) -> Hooks:
+        """These hooks as a batch's rows use them (``cache``: rows are answered from the log):
+        see `gatecell.journal.BatchJournal`. These do nothing either way."""
+        return self
+
+    def settled(self) -> Pending | None:
+        """The commit of everything these hooks logged so far, to wait for (None: nothing)."""
         return None
 
 
@@ -363,6 +385,7 @@ class Calls:
             )
         else:
             body = None if call.stream or _is_sse(response) else response.content
+            meta.body = body
             pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note))
             if pending is not None:  # what the caller is shown is in the log first
                 yield Wait(pending)

@@ -46,7 +46,7 @@ from .errors import ConfigError
 __all__ = ["Proxy", "Proxies", "proxy_for", "is_loopback", "ENV_PROXY"]
 
 ENV_PROXY = "GATECELL_PROXY"
-_SCHEMES = ("http", "https", "socks5", "socks5h")  # httpx's; the lean pool speaks http:// only
+_SCHEMES = ("http", "https", "socks5", "socks5h")  # httpx's (the lean driver hands it the others)
 _USERINFO = re.compile(r"(?<=//).*@")  # to the last @: a password may hold / or @ unescaped
 _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -254,6 +254,10 @@ class Proxies:
             if rule.matches(scheme, host, port, address):
                 return rule.proxy
         return None
+
+    def named(self) -> list[Proxy]:
+        """Every proxy the settings name (for a URL or another)."""
+        return list(dict.fromkeys(rule.proxy for rule in self.rules if rule.proxy is not None))
 
     def __repr__(self) -> str:
         return f"Proxies({[(r.scheme or 'all', r.host, r.port, str(r.proxy)) for r in self.rules]!r})"

@@ -73,6 +73,8 @@ class ResponseMeta:
         "usage",
         "attempts",
         "cached",
+        "body",
+        "earlier",
         "_headers",
         "_request_id",
         "_cost",
@@ -98,6 +100,9 @@ class ResponseMeta:
         self.usage = usage  # a `schemas.Usage` in chat terms, whatever shape the gateway used
         self.attempts = attempts
         self.cached = cached  # answered from the log (``Gateway(cache=True)``): no request was sent
+        self.body: bytes | None = None  # the raw body of a whole answer (None: a stream's)
+        # The answers before this one in a call of several rounds (a typed answer's repairs).
+        self.earlier: tuple[ResponseMeta, ...] = ()
         self._headers = headers
         self._request_id = request_id
         self._cost: Any = None if headers is None else _UNREAD

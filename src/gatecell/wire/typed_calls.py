@@ -183,7 +183,9 @@ def typed_call(
         answer = answer_text(result.raw if isinstance(result, Reply) else None, result.text, schema)
         asked_again = repair_message(answer, problem, None if native else schema)
         body = with_repair(api, body, answer, asked_again)
+        earlier = result.meta
         result = yield from send(validate(body), schema)
+        result.meta.earlier = (*earlier.earlier, earlier)  # what the call cost is every round's
     return result
 
 
