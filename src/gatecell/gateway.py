@@ -24,7 +24,7 @@ from gatecell.wire.endpoints import Endpoints
 from gatecell.wire.exchange import Program
 from gatecell.wire.httpx_proxies import ProxiedTransport
 from gatecell.wire.jobs import JobPaths
-from gatecell.wire.proxies import Proxies, Proxy
+from gatecell.wire.proxies import Proxies, Proxy, check_proxies
 from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
 from gatecell.wire.routing import PatternLike
 from gatecell.wire.schemas import ChatCompletion
@@ -140,6 +140,7 @@ class _Client:
             support=support,
         )
         self.proxies = Proxies(proxy, trust_env=trust_env)  # a malformed proxy fails here
+        check_proxies(self.proxies)  # and one neither driver can speak
         local = True  # with nothing configured, the local gateway
         if settings.base_url:
             local = connect.is_local(settings.base_url)

@@ -11,7 +11,7 @@ the httpx driver's router too (`httpx_proxies.ProxiedTransport`). The pool speak
 ``http://`` proxies (absolute-form requests, ``CONNECT`` tunnels); a URL whose proxy is of
 another kind (``https://``, ``socks5://``, ``socks5h://``) goes through httpx instead, made on
 first use with the same router, so every proxy httpx can speak works on both drivers (at
-httpx's CPU per request on that route). `check_proxies` refuses, in one line when a client
+httpx's CPU per request on that route). `proxies.check_proxies` refuses, in one line when a client
 is made, a proxy neither driver can speak here (SOCKS without the ``socksio`` package).
 
 **Time.** One watch enforces the request timeout of every request in flight (a timer per
@@ -23,31 +23,18 @@ within ``request_timeout``, give or take the watch's half second. Failures are t
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
 from .http import BodyTooLarge, Headers, Request, Response, TransportError
 from .http11 import BROKEN, Pool, ProxyError, with_body
 from .proxies import Proxies
 
-__all__ = ["Http11Driver", "check_proxies"]
+__all__ = ["Http11Driver"]
 
 _DROPPED_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 _WATCH = 0.5  # seconds between the watch's looks at the requests in flight
-
-
-def check_proxies(proxies: Proxies) -> None:
-    """A `ConfigError` (one line) when a proxy of ``proxies`` can be spoken by no driver
-    here: a SOCKS proxy needs httpx's ``socksio`` extra."""
-    for proxy in proxies.named():
-        if proxy.scheme.startswith("socks"):
-            if importlib.util.find_spec("socksio") is None:
-                raise ConfigError(
-                    f"proxy {proxy}: a SOCKS proxy needs the socksio package (pip install 'gatecell[socks]')"
-                )
 
 
 class Http11Driver:

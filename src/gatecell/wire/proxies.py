@@ -26,6 +26,11 @@ An explicit proxy (``proxy=`` or ``GATECELL_PROXY``) wins over all of that and, 
 Whoever starts a gateway in this process (the embedded one) reaches it directly whatever the
 settings say: `is_loopback` tells such an address from another.
 
+Both drivers route by these rules (`Proxies.for_url`): httpx's transports
+(`httpx_proxies`) and the lean HTTP/1.1 driver (`http11_driver`), which hands httpx the URLs
+whose proxy it does not speak. `check_proxies` refuses, when a client is made, a proxy
+neither can speak here (SOCKS needs the ``socksio`` package: ``gatecell[socks]``).
+
 A proxy's credentials (``http://user:pass@host:3128``) are a secret like a key: `Proxy` shows
 them masked in its repr, its str and every error that names it; only `Proxy.authorization`
 (the ``Proxy-Authorization`` value) and `Proxy.reveal` hold them.
@@ -34,6 +39,7 @@ them masked in its repr, its str and every error that names it; only `Proxy.auth
 from __future__ import annotations
 
 import base64
+import importlib
 import ipaddress
 import os
 import re
@@ -43,7 +49,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from .errors import ConfigError
 
-__all__ = ["Proxy", "Proxies", "proxy_for", "is_loopback", "ENV_PROXY"]
+__all__ = ["Proxy", "Proxies", "proxy_for", "is_loopback", "check_proxies", "ENV_PROXY"]
 
 ENV_PROXY = "GATECELL_PROXY"
 _SCHEMES = ("http", "https", "socks5", "socks5h")  # httpx's (the lean driver hands it the others)
@@ -316,3 +322,16 @@ def is_loopback(url: str) -> bool:
         return True
     address = _address(host)
     return address is not None and address.is_loopback
+
+
+def check_proxies(proxies: Proxies) -> None:
+    """A `ConfigError` (one line) when a proxy of ``proxies`` can be spoken by no driver
+    here: a SOCKS proxy needs httpx's ``socksio`` extra."""
+    for proxy in proxies.named():
+        if proxy.scheme.startswith("socks"):
+            try:
+                importlib.import_module("socksio")
+            except ImportError:
+                raise ConfigError(
+                    f"proxy {proxy}: a SOCKS proxy needs the socksio package (pip install 'gatecell[socks]')"
+                ) from None
