@@ -271,7 +271,8 @@ class Journal(Hooks):
         if meta is not None and not meta.cached:  # a reply from the log cost nothing
             cost, cost_source = self.store.cost_of(meta.cost, self.gateway, call.model, usage)
             meta.priced(cost, cost_source)  # the footer shows it
-        typed = call.schema is not None and isinstance(result, (ChatCompletion, Reply))
+        schema = outcome.schema
+        typed = schema is not None and isinstance(result, (ChatCompletion, Reply))
         logged = self.store.record_exchange(
             call.path,
             call.model,
@@ -295,8 +296,8 @@ class Journal(Hooks):
             log_media=self._log_media(),
             secrets=secrets,
             at=note.at,
-            schema=call.schema,
-            parsed_json=call.schema.logged(result.parsed) if typed else None,
+            schema=schema,
+            parsed_json=schema.logged(result.parsed) if typed else None,
             cost=cost,
             cost_source=cost_source,
         )
@@ -365,10 +366,9 @@ class BatchJournal(Journal):
 
         key = cache_key(call.path, call.model, call.body, self.gateway)
         answer = self.store.lookup(key, settle=False) if known is None or key in known else None
-        usable = answer is not None and (
-            bool((answer.text or "").strip()) or (call.schema is not None and answer.response is not None)
-        )
-        return _Note(_EMPTY, at, key), (_replayed(call, answer) if usable and answer is not None else None)
+        if answer is None or not (answer.text or "").strip():  # an empty answer is none
+            return _Note(_EMPTY, at, key), None
+        return _Note(_EMPTY, at, key), _replayed(call, answer)
 
     def _failure(self, result: Any) -> str | None:
         empty = isinstance(result, (ChatCompletion, Reply)) and not (result.text or "").strip()

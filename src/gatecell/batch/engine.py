@@ -157,7 +157,7 @@ class Engine:
     async def _row(self, position: int, label: Any, fields: Mapping[str, Any]) -> None:
         started = time.perf_counter()
         row = Row(label, model=self.model)
-        sender = _RowSender(self)
+        sender = _PacedSender(self)
         try:
             prompt = self.template.fill(fields, pictures=True)
             result = await arun(self.program_for(prompt), sender)
@@ -179,7 +179,7 @@ class Engine:
             self.on_row(position, row)
             self._results[position] = dataclasses.replace(row, text=None, body=None)
 
-    def _count(self, row: Row, sender: _RowSender) -> None:
+    def _count(self, row: Row, sender: _PacedSender) -> None:
         if row.error is not None:
             self.failed += 1
             if self._failure is None:
@@ -289,7 +289,7 @@ def _answered(row: Row, result: Any) -> None:
         row.cost_source = "+".join(dict.fromkeys(m.cost_source for m in paid if m.cost_source))
 
 
-class _RowSender:
+class _PacedSender:
     """Sends the requests of one row's program (a `drivers.AsyncSend`) over the engine's
     driver, within the pacing."""
 

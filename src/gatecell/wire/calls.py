@@ -33,13 +33,14 @@ from .exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange,
 from .http import Headers, Request, Response, TransportError, same_origin
 from .jobs import JobPaths, job_state, submitted_id, wait_program
 from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
+from .rounds import rounds
 from .routing import PatternLike, Router, to_chat
 from .schemas import ChatCompletion, usage_of
 from .secret import Secret, protect_logs, redact_data
 from .settings import Settings, env_flag, env_number, split_query
 from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
 from .structured import Support
-from .typed_calls import Typed, read_answer, typed_call
+from .typed_calls import Typed, TypedAnswer, read_answer
 
 __all__ = [
     "Calls",
@@ -149,7 +150,8 @@ class Outcome:
     ``partial`` tells a stream cut by an error or closed by the caller before its end.
     ``error`` is the `GatecellError` the call raised; ``meta`` is None when no answer came.
     ``body`` is the raw body of a whole (not streamed) answer; ``note`` is what the hooks
-    said when the call started (theirs to read).
+    said when the call started (theirs to read); ``schema`` what a typed answer had to be
+    (a `structured.Schema`; the value read is the result's ``.parsed``).
     """
 
     call: Call
@@ -159,6 +161,7 @@ class Outcome:
     partial: bool = False
     body: bytes | None = None
     note: Any = None
+    schema: Any = None
 
 
 class Hooks:
@@ -348,10 +351,11 @@ class Calls:
             seconds=options.request_timeout,
         )
 
-    def _call(self, call: Call, parse: Parse) -> Program[Any]:
-        """One call, start to end: send it (with retries and redirects), parse the answer,
-        and tell the hooks how it ended; a stream tells them itself when it ends. When the
-        hooks have the answer already, it is parsed by the same parser and nothing is sent."""
+    def _call(self, call: Call, parse: Parse, schema: Any = None) -> Program[Any]:
+        """One call, start to end: send it (with retries and redirects), parse the answer
+        (read as a typed answer of ``schema``, when given), and tell the hooks how it ended;
+        a stream tells them itself when it ends. When the hooks have the answer already, it
+        is parsed by the same parser and nothing is sent."""
         note, answered = self.hooks.started(call)
         failure: GatecellError | None = None
         try:
@@ -364,14 +368,14 @@ class Calls:
                 if call.stream and not _is_sse(response) and not response.is_closed:
                     yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
-            if call.schema is not None:
-                read_answer(result, call.schema)  # before the hooks hear of it: the log keeps the value
+            if schema is not None:
+                read_answer(result, schema)  # before the hooks hear of it: the log keeps the value
         except TransportError as exc:  # reading an unexpected whole body broke
             failure = connection_error(exc, call.method, call.path)
         except GatecellError as error:
             failure = error
         if failure is not None:
-            pending = self._ended(Outcome(call, error=failure, note=note))
+            pending = self._ended(Outcome(call, error=failure, note=note, schema=schema))
             if pending is not None:
                 yield Wait(pending)
             raise failure
@@ -386,7 +390,7 @@ class Calls:
         else:
             body = None if call.stream or _is_sse(response) else response.content
             meta.body = body
-            pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note))
+            pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note, schema=schema))
             if pending is not None:  # what the caller is shown is in the log first
                 yield Wait(pending)
         return result
@@ -447,11 +451,9 @@ class Calls:
         return (yield from self._chat_responses(request, schema))
 
     def _chat_completions(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
-        call = Call(
-            "POST", "/v1/chat/completions", _dump(request), request.stream, request.model, schema=schema
-        )
+        call = Call("POST", "/v1/chat/completions", _dump(request), request.stream, request.model)
         return self._call(
-            call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion
+            call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion, schema
         )
 
     def _asks_usage(self) -> bool:
@@ -481,15 +483,13 @@ class Calls:
 
     def _chat_responses(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
         body = to_responses(request.model_dump(exclude_none=True))
-        call = Call(
-            "POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model, schema=schema
-        )
+        call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
         parse = (
             self._opener(ResponsesDecoder, self._chat_stream)
             if request.stream
             else self._responses_completion
         )
-        return self._call(call, parse)
+        return self._call(call, parse, schema)
 
     def _responses_completion(self, call: Call, response: Response, meta: ResponseMeta) -> ChatCompletion:
         if _is_sse(response):
@@ -535,8 +535,9 @@ class Calls:
         validate: Callable[[dict[str, Any]], Any],
         send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
-        """The rounds of a typed call (`typed_calls.typed_call`) with this client's support."""
-        return typed_call(api, model, data, typed, self.support, self._model_metadata, validate, send)
+        """The rounds of a typed call (`typed_calls.TypedAnswer`) with this client's support."""
+        policy = TypedAnswer(api, model, data, typed, self.support, self._model_metadata, validate)
+        return rounds(policy, lambda body: send(validate(body), typed.schema))
 
     def _model_metadata(self) -> Program[Any]:
         """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it
@@ -549,8 +550,9 @@ class Calls:
             return None
         return redact_data(json_body(response.content))
 
-    def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program[Any]:
-        return self._call(call, self._opener(decoder_cls, self._text_stream) if call.stream else self._reply)
+    def _native(self, call: Call, decoder_cls: type[Decoder], schema: Any = None) -> Program[Any]:
+        parse = self._opener(decoder_cls, self._text_stream) if call.stream else self._reply
+        return self._call(call, parse, schema)
 
     def _reply(self, call: Call, response: Response, meta: ResponseMeta) -> Reply:
         reply = Reply(self._json(response, call), meta)

@@ -192,8 +192,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         body = self._body(schemas.MessagesRequest, self.messages, data, fields, extra_body)
 
         def send(request: schemas.MessagesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/messages", _dump(request), stream, model, schema=schema)
-            return self._native(call, MessagesDecoder)
+            call = Call("POST", "/v1/messages", _dump(request), stream, model)
+            return self._native(call, MessagesDecoder, schema)
 
         return self._run(self._conversation("messages", model, schemas.MessagesRequest, body, typed, send))
 
@@ -260,8 +260,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         )
 
         def send(request: schemas.GenerateContentRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", path, _dump(request), stream, model, auth="goog", schema=schema)
-            return self._native(call, GenerateContentDecoder)
+            call = Call("POST", path, _dump(request), stream, model, auth="goog")
+            return self._native(call, GenerateContentDecoder, schema)
 
         request_model = schemas.GenerateContentRequest
         return self._run(self._conversation("generate-content", model, request_model, body, typed, send))
@@ -328,8 +328,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         body = self._body(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
 
         def send(request: schemas.ResponsesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/responses", _dump(request), stream, model, schema=schema)
-            return self._native(call, ResponsesDecoder)
+            call = Call("POST", "/v1/responses", _dump(request), stream, model)
+            return self._native(call, ResponsesDecoder, schema)
 
         return self._run(self._conversation("responses", model, schemas.ResponsesRequest, body, typed, send))
 
@@ -554,7 +554,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
         """The program of a text endpoint: ``send(request, schema)`` of the body validated
-        now; with ``typed``, the rounds of a typed call (`typed_calls.typed_call`), each
+        now; with ``typed``, the rounds of a typed call (`typed_calls.TypedAnswer`), each
         round's body validated as the program makes it."""
         if typed is None:
             return send(schemas.validate(request_model, body), None)

@@ -1,6 +1,7 @@
 """One request/response exchange, with its retries and redirects, as a sans-IO program.
 
-A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`, `Wait`)
+A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`, `Wait`,
+`Perform`)
 and receives their results; it returns the outcome. Everything that decides (retries, backoff,
 redirects, what a head may announce, error mapping, redaction) lives in programs, and
 `drivers` carries out the commands: the same program runs under `Gateway`, `AsyncGateway`
@@ -55,6 +56,7 @@ __all__ = [
     "Close",
     "Sleep",
     "Wait",
+    "Perform",
     "Pending",
     "Command",
     "Call",
@@ -141,15 +143,27 @@ class Wait:
         return f"Wait({self.pending!r})"
 
 
-Command = Send | Read | Close | Sleep | Wait
+class Perform:
+    """Call ``fn()`` and return what it returns; the async driver awaits it when it is
+    awaitable (see `rounds`: how a policy runs something between rounds)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"Perform({self.fn!r})"
+
+
+Command = Send | Read | Close | Sleep | Wait | Perform
 Program = Generator[Command, Any, T]
 
 
 @dataclass(frozen=True)
 class Call:
     """What to send. ``body`` is already JSON bytes: serialising is the caller's business.
-    ``media`` marks an answer that is media bytes, which may be larger than JSON; ``schema``
-    (a `structured.Schema`) what a typed answer must be (see `typed_calls`)."""
+    ``media`` marks an answer that is media bytes, which may be larger than JSON."""
 
     method: str
     path: str
@@ -161,7 +175,6 @@ class Call:
     # A row of its own in the log; a job poll or a media download is not one (the job's
     # record keeps what a poll says).
     logged: bool = True
-    schema: Any = None
 
 
 # -- retries --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""A call that asks for a typed answer (``schema=`` or ``choices=``), as a program around the
-endpoint's own call: every client runs it, and so does the batch engine, row by row.
+"""A call that asks for a typed answer (``schema=`` or ``choices=``): the first policy of
+`rounds` (`TypedAnswer`), around the endpoint's own call: every client runs it, and so does
+the batch engine, row by row.
 
-The rounds of one typed call (`typed_call`):
+The rounds of one typed call:
 
 1. **Native or instruction.** `structured.Support` decides per model. In ``auto`` mode it
    learns from the gateway's metadata (LiteLLM's ``GET /model/info``), asked once per client,
@@ -12,7 +13,8 @@ The rounds of one typed call (`typed_call`):
 2. **A refusal of the native field** (a 4xx `Support.is_refusal` recognises) is remembered
    for the model, said at INFO, and the same call is sent once more by instruction.
 3. **The answer is read** by the endpoint's call itself (`read_answer`, run where the result
-   is parsed, so the log and the cache see the value): ``.parsed`` and ``.parse_error``.
+   is parsed, with the schema the call was given, so the log and the cache see the value):
+   ``.parsed`` and ``.parse_error``.
 4. **Repair rounds** (``repairs``, 1 by default): an answer that did not validate is sent
    back as the assistant's turn with `structured.repair_message` after it, and the new
    answer is read the same way. Each round is a call of its own (logged, cached), so a
@@ -34,14 +36,15 @@ from typing import Any
 import typing_extensions
 
 from . import conversation
-from .errors import APIError, InvalidRequest, echo
+from .errors import APIError, GatecellError, InvalidRequest, echo
 from .exchange import Program, logger
 from .results import Reply
+from .rounds import Ask, Done, Step
 from .schemas import ChatCompletion
 from .structured import Schema, Support, answer_text, instruction, merged, parse_reply, repair_message
 from .structured import request_fields as native_fields
 
-__all__ = ["Typed", "typed_request", "typed_call", "read_answer", "with_instruction", "with_repair"]
+__all__ = ["Typed", "TypedAnswer", "typed_request", "read_answer", "with_instruction", "with_repair"]
 
 # Where each API keeps its turns; a text part's type on each (None: generate-content's).
 _TURNS = {"chat": "messages", "messages": "messages", "generate-content": "contents", "responses": "input"}
@@ -137,56 +140,81 @@ def _turn(api: str, role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": text}
 
 
-# -- the rounds -----------------------------------------------------------------------------
+# -- the policy -----------------------------------------------------------------------------
 
 
-def typed_call(
-    api: str,
-    model: str,
-    data: dict[str, Any],
-    typed: Typed,
-    support: Support,
-    metadata: Callable[[], Program[Any]],
-    validate: Callable[[dict[str, Any]], Any],
-    send: Callable[[Any, Schema], Program[Any]],
-) -> Program[Any]:
-    """The rounds of one typed call (see the module): ``data`` is the body as the caller
-    made it, ``validate`` makes a body the endpoint's request (or refuses it in one line),
-    ``send`` is the program of one call of that request, ``metadata`` the program asking the
-    gateway's model metadata (None when it has none)."""
-    schema = typed.schema
-    if support.wants_metadata:
-        validate(data)  # bad input is refused before any request, this one included
-        support.asked = True  # before asking: calls running meanwhile do not ask again
-        support.learn((yield from metadata()))
-    native = support.native(model)
-    body = _asking(api, data, schema, native)
-    try:
-        result = yield from send(validate(body), schema)
-    except APIError as error:
-        if not native or not support.is_refusal(error):
-            raise
-        support.refused(model)
+class TypedAnswer:
+    """The rounds of one typed call (see the module), as a `rounds.Policy`.
+
+    **Parameters:** ``api`` and ``model``; ``data``: the body as the caller made it;
+    ``typed``: what to ask for; ``support``: which models take the native field (learnt and
+    remembered here); ``metadata``: the program asking the gateway's model metadata (None
+    when it has none); ``validate``: makes a body the endpoint's request, or refuses it in
+    one line (the metadata is asked only for a body that passes).
+    """
+
+    def __init__(
+        self,
+        api: str,
+        model: str,
+        data: dict[str, Any],
+        typed: Typed,
+        support: Support,
+        metadata: Callable[[], Program[Any]],
+        validate: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        self.api, self.model, self.data, self.schema = api, model, data, typed.schema
+        self.support, self.metadata, self.validate = support, metadata, validate
+        self.repairs = typed.repairs
+        self.native = False
+        self.body = data
+        self.answers = 0
+
+    def start(self) -> Program[Step]:
+        support = self.support
+        if support.wants_metadata:
+            self.validate(self.data)  # bad input is refused before any request, this one included
+            support.asked = True  # before asking: calls running meanwhile do not ask again
+            support.learn((yield from self.metadata()))
+        self.native = support.native(self.model)
+        return self._ask(_asking(self.api, self.data, self.schema, self.native))
+
+    def failed(self, error: GatecellError) -> Program[Step]:
+        """A refusal of the native field, by the first round: the same call by instruction."""
+        support = self.support
+        if (
+            self.answers
+            or not self.native
+            or not isinstance(error, APIError)
+            or not support.is_refusal(error)
+        ):
+            raise error
+        support.refused(self.model)
         logger.info(
             "model %s does not take a schema in the %s request itself (%s); asking by instruction",
-            model,
-            api,
+            self.model,
+            self.api,
             error.message,
         )
-        native = False
-        body = _asking(api, data, schema, native)
-        result = yield from send(validate(body), schema)
-    for _ in range(typed.repairs):
-        problem = result.parse_error
-        if problem is None:
-            break
-        answer = answer_text(result.raw if isinstance(result, Reply) else None, result.text, schema)
-        asked_again = repair_message(answer, problem, None if native else schema)
-        body = with_repair(api, body, answer, asked_again)
-        earlier = result.meta
-        result = yield from send(validate(body), schema)
-        result.meta.earlier = (*earlier.earlier, earlier)  # what the call cost is every round's
-    return result
+        self.native = False
+        return self._ask(_asking(self.api, self.data, self.schema, self.native))
+        yield  # a program, though it asks nothing
+
+    def answered(self, answer: Any) -> Program[Step]:
+        """An answer that did not validate is shown its problem, while repairs are left."""
+        self.answers += 1
+        problem = answer.parse_error
+        if problem is None or self.answers > self.repairs:
+            return Done(answer)
+        schema = self.schema
+        text = answer_text(answer.raw if isinstance(answer, Reply) else None, answer.text, schema)
+        asked_again = repair_message(text, problem, None if self.native else schema)
+        return self._ask(with_repair(self.api, self.body, text, asked_again))
+        yield  # a program, though it asks nothing
+
+    def _ask(self, body: dict[str, Any]) -> Ask:
+        self.body = body
+        return Ask(body)
 
 
 def _asking(api: str, data: dict[str, Any], schema: Schema, native: bool) -> dict[str, Any]:
