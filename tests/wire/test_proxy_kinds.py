@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from fault_server import KEY
 from proxy import Socks5, TLSFront
-from test_client_proxy import HI, environ  # noqa: F401  (a fixture)
+from test_client_proxy import HI
 
 from gatecell import AsyncGateway, Gateway
 from gatecell.wire.errors import ConfigError
@@ -30,7 +30,7 @@ def socks() -> Iterator[Socks5]:
 
 
 @pytest.fixture
-def proxy_of(squid, test_ca, socks, environ) -> Iterator[Callable[[str], tuple[str, Through]]]:  # noqa: F811
+def proxy_of(squid, test_ca, socks, environ) -> Iterator[Callable[[str], tuple[str, Through]]]:
     """``proxy_of(kind)``: the URL of a proxy of that kind, and its count of what went through."""
     fronts: list[TLSFront] = []
 
@@ -72,7 +72,7 @@ def test_a_map_goes_through_every_kind_of_proxy(fault, proxy_of, kind):
 
 
 @pytest.mark.parametrize("kind", ["socks5", "socks5h"])
-def test_a_socks_proxy_in_the_environment_carries_an_async_map(fault, proxy_of, environ, kind):  # noqa: F811
+def test_a_socks_proxy_in_the_environment_carries_an_async_map(fault, proxy_of, environ, kind):
     url, through = proxy_of(kind)
     environ.setenv("ALL_PROXY", url)
     before = through()
@@ -89,7 +89,7 @@ def test_a_socks_proxy_in_the_environment_carries_an_async_map(fault, proxy_of, 
     "url", ["ftp://proxy.example:21", "socks4://127.0.0.1:1080", "http://user:hunter2@[bad", "://"]
 )
 @pytest.mark.parametrize("client", [Gateway, AsyncGateway])
-def test_a_url_no_driver_speaks_is_refused_in_one_line_when_the_client_is_made(fault, environ, client, url):  # noqa: F811
+def test_a_url_no_driver_speaks_is_refused_in_one_line_when_the_client_is_made(fault, environ, client, url):
     with pytest.raises(ConfigError) as refused:
         client(fault.url, KEY, proxy=url)
     line = str(refused.value)
@@ -100,7 +100,7 @@ def test_socks_without_its_package_is_refused_in_one_line_when_the_client_is_mad
     fault,
     socks,
     environ,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ):
     monkeypatch.setitem(sys.modules, "socksio", None)  # as if not installed: importing it fails
     for url in (socks.url.replace("://", "://ann:hunter2@"), socks.url.replace("socks5", "socks5h")):
