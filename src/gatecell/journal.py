@@ -29,7 +29,7 @@ key change at every start, and its jobs (kept on disk, owned through a stable ke
 answers it gave stay valid across restarts. The key itself is never written: it is handed
 to the store as a secret to mask.
 
-**The cache** answers the text APIs only (`apis.CACHEABLE`): a request identical to a
+**The cache** answers the text APIs only (`apis.TEXT_APIS`): a request identical to a
 logged one gets the logged reply, parsed by the very code that parses a gateway's answer,
 so a cached reply has the types of a fresh one (a `ChatCompletion`, a `Reply`, a stream
 with one fragment). A reply logged from a stream kept no body; it is rebuilt in the
@@ -47,8 +47,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gatecell.wire.apis import CACHEABLE, api_of
+from gatecell.wire.apis import TEXT_APIS, api_of
 from gatecell.wire.calls import EMPTY_REPLY, Hooks, Outcome
+from gatecell.wire.dialects import dialect
 from gatecell.wire.errors import InvalidRequest
 from gatecell.wire.exchange import Call
 from gatecell.wire.http import Headers, Request, Response
@@ -181,7 +182,7 @@ class Journal(Hooks):
     def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
         context, at = _current.get(), time.time()
         asked = self._cache() if context.cache is None else context.cache
-        if not (asked and call.method == "POST" and api_of(call.path) in CACHEABLE):
+        if not (asked and call.method == "POST" and api_of(call.path) in TEXT_APIS):
             return _Note(context, at, None), None
         from gatecell.store import cache_key
 
@@ -360,7 +361,7 @@ class BatchJournal(Journal):
     def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
         at = time.time()
         known = self._known
-        if known == set() or not (self._cache() and call.method == "POST" and api_of(call.path) in CACHEABLE):
+        if known == set() or not (self._cache() and call.method == "POST" and api_of(call.path) in TEXT_APIS):
             return _Note(_EMPTY, at, None), None
         from gatecell.store import cache_key
 
@@ -409,48 +410,12 @@ def _replayed(call: Call, answer: store.CachedReply) -> tuple[Response, Response
 
 
 def _rebuilt(call: Call, answer: store.CachedReply) -> dict[str, Any]:
-    """A reply of the endpoint's own shape (WIRE-NOTES) from a streamed reply's text,
+    """A reply of the endpoint's own shape (its `Dialect`'s) from a streamed reply's text,
     reasoning and usage, for the parser of that endpoint."""
-    text, reasoning, usage = answer.text or "", answer.reasoning, answer.usage
-    model, rid = answer.model or call.model or "", answer.request_id or ""
-    api = api_of(call.path)
-    if api == "messages":
-        blocks = [{"type": "thinking", "thinking": reasoning}] if reasoning else []
-        content = [*blocks, {"type": "text", "text": text}]
-        return {
-            "id": rid,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "usage": usage,
-        }
-    if api == "generate-content":
-        parts = [{"text": reasoning, "thought": True}] if reasoning else []
-        candidate = {"content": {"role": "model", "parts": [*parts, {"text": text}]}, "index": 0}
-        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model}
-    if api == "responses":
-        summary = [{"type": "summary_text", "text": reasoning}] if reasoning else []
-        output = [{"type": "reasoning", "summary": summary}] if reasoning else []
-        output.append(
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
-        )
-        return {
-            "id": rid,
-            "object": "response",
-            "status": "completed",
-            "model": model,
-            "output": output,
-            "usage": usage,
-        }
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if reasoning:
-        message["reasoning_content"] = reasoning
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": None}],
-        "usage": usage,
-    }
+    return dialect(api_of(call.path) or "chat").answer(
+        answer.text or "",
+        answer.reasoning,
+        answer.usage,
+        answer.model or call.model or "",
+        answer.request_id or "",
+    )

@@ -465,7 +465,7 @@ class GatecellMagics(Magics):
                 getattr(result, "reasoning", None),
                 getattr(result, "usage", None),
             )
-        meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
+        meta = result.meta  # every answer has one (`gatecell.wire.results.Answer`)
         prov = provenance(
             meta, model=getattr(result, "model", None) or model, usage=usage, **_prompt_prov(sent)
         )

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.apis import CACHEABLE, api_of
+from gatecell.wire.apis import TEXT_APIS, api_of
 from gatecell.wire.errors import GatecellError
 from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
 from gatecell.wire.secret import Secret
@@ -693,7 +693,7 @@ def _answers(entry: Entry) -> str | None:
     None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
     if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:
         return None
-    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
+    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in TEXT_APIS:
         return None
     return entry.cache_key or ""
 

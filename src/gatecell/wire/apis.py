@@ -7,7 +7,7 @@ speech, video, imagine, music and models.
 
 from __future__ import annotations
 
-__all__ = ["api_of", "CACHEABLE"]
+__all__ = ["api_of", "TEXT_APIS"]
 
 _APIS = (
     ("/chat/completions", "chat"),
@@ -22,9 +22,10 @@ _APIS = (
     ("/models", "models"),
 )
 
-CACHEABLE = frozenset(("chat", "messages", "generate-content", "responses"))
-"""The APIs whose answers the cache replays: text, the same for the same request. Media and
-jobs always go to the gateway (a new image is what asking again means)."""
+TEXT_APIS = ("chat", "messages", "generate-content", "responses")
+"""The text APIs (each one `dialects.Dialect`), as ``--api`` and ``%config Gatecell.api`` spell
+them: the conversations, and the APIs whose answers the cache replays (the same for the same
+request). Media and jobs always go to the gateway (a new image is what asking again means)."""
 
 
 def api_of(path: str) -> str | None:

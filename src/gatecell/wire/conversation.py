@@ -8,8 +8,8 @@ drift apart. It is sans-IO: it returns the endpoint method's name and its argume
 **Content beyond a plain string** (WIRE-NOTES). A turn's ``content`` is SPEC's plain string,
 sent as it is, or a list of items: strings, `Attachment` values, other pictures (a figure,
 an array... anything `attachments.attachment_of` recognises) and part dicts already in the
-API's own shape, which pass untouched. `parts` makes one API's parts of such a list, here
-and nowhere else:
+API's own shape, which pass untouched. `parts` makes one API's parts of such a list, with
+that API's `dialects.Dialect`:
 
 - chat: ``text``; a picture as ``image_url`` (a data URL, or its URL); a PDF as ``file``
   (``file_data``; chat takes no file by URL);
@@ -28,10 +28,11 @@ import base64
 import binascii
 import hashlib
 import re
-from collections.abc import Callable
 from typing import Any
 
+from .apis import TEXT_APIS
 from .attachments import Attachment, attachment_of, of_bytes, of_url
+from .dialects import Dialect, dialect
 from .errors import InvalidRequest, echo
 
 __all__ = [
@@ -46,8 +47,6 @@ __all__ = [
     "content_text",
 ]
 
-# Names of the text APIs, as the magics' --api and %config Gatecell.api spell them.
-TEXT_APIS = ("chat", "messages", "generate-content", "responses")
 
 Item = Any  # str | Attachment | dict | a value attachment_of recognises
 
@@ -64,9 +63,8 @@ def parts(api: str, content: Any) -> Any:
     if isinstance(content, dict):  # one part, already formed
         return [content]
     items = content if isinstance(content, (list, tuple)) else [content]
-    if api not in _MAKERS:
-        raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {api!r}")
-    return [_part(api, _item(item, i)) for i, item in enumerate(items)]
+    speaks = dialect(api)
+    return [_part(speaks, _item(item, i)) for i, item in enumerate(items)]
 
 
 def _item(item: Item, i: int) -> Any:
@@ -89,7 +87,7 @@ def _article(word: str) -> str:
 def with_parts(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` with each ``content`` (``parts`` for generate-content's contents) made
     ``api``'s parts; the very list when every content is a plain string (nothing to do)."""
-    key = "parts" if api == "generate-content" else "content"
+    key = dialect(api).content
     if all(not isinstance(m, dict) or isinstance(m.get(key), str) for m in messages):
         return messages
     out = []
@@ -102,66 +100,14 @@ def with_parts(api: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def _text(api: str, text: str) -> dict[str, Any]:
-    kind = {"generate-content": None, "responses": "input_text"}.get(api, "text")
-    return {"type": kind, "text": text} if kind else {"text": text}
-
-
-def _chat(item: Attachment) -> dict[str, Any]:
-    if item.kind == "image":
-        return {"type": "image_url", "image_url": {"url": item.data_url(), "detail": "auto"}}
-    if item.url is not None:
-        raise InvalidRequest(
-            "content", f"chat completions take a file as its bytes, not a URL ({item.url}): pass a path"
-        )
-    return {"type": "file", "file": {"filename": item.name or "document.pdf", "file_data": item.data_url()}}
-
-
-def _messages(item: Attachment) -> dict[str, Any]:
-    block = "image" if item.kind == "image" else "document"
-    if item.url is not None:
-        return {"type": block, "source": {"type": "url", "url": item.url}}
-    media_type = item.media_type or "application/octet-stream"
-    return {"type": block, "source": {"type": "base64", "media_type": media_type, "data": item.base64()}}
-
-
-def _generate_content(item: Attachment) -> dict[str, Any]:
-    if item.url is not None:
-        if item.media_type is None:
-            raise InvalidRequest(
-                "content",
-                f"generate-content needs the type of {item.url}, and its name does not say it "
-                "(.png, .jpg, .pdf...): pass a path or the picture itself",
-            )
-        return {"file_data": {"mime_type": item.media_type, "file_uri": item.url}}
-    return {"inline_data": {"mime_type": item.media_type, "data": item.base64()}}
-
-
-def _responses(item: Attachment) -> dict[str, Any]:
-    if item.kind == "image":
-        return {"type": "input_image", "image_url": item.data_url()}
-    if item.url is not None:
-        return {"type": "input_file", "file_url": item.url}
-    return {"type": "input_file", "filename": item.name or "document.pdf", "file_data": item.data_url()}
-
-
-# How each API carries a picture or a file (text, and parts already formed, are common to all).
-_MAKERS: dict[str, Callable[[Attachment], dict[str, Any]]] = {
-    "chat": _chat,
-    "messages": _messages,
-    "generate-content": _generate_content,
-    "responses": _responses,
-}
-
-
-def _part(api: str, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
+def _part(speaks: Dialect, item: str | dict[str, Any] | Attachment) -> dict[str, Any]:
     if isinstance(item, dict):
         return item
     if isinstance(item, str):
-        return _text(api, item)
+        return speaks.text(item)
     if item.kind == "text":
-        return _text(api, item.text or "")
-    return _MAKERS[api](item)
+        return speaks.text(item.text or "")
+    return speaks.attachment(item)
 
 
 # -- reading parts back -------------------------------------------------------------------------

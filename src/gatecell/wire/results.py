@@ -15,12 +15,13 @@ import mimetypes
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import GatecellError
 from .http import request_id_of
 
 __all__ = [
+    "Answer",
     "ResponseMeta",
     "response_cost",
     "Media",
@@ -135,6 +136,26 @@ class ResponseMeta:
             f"latency={self.latency:.3f}, request_id={self.request_id!r}, attempts={self.attempts}"
             + (", cached=True)" if self.cached else ")")
         )
+
+
+@runtime_checkable
+class Answer(Protocol):
+    """What every text answer gives, whichever API and whether it streamed (`ChatCompletion`,
+    `Reply`, the chat and text streams): ``text`` (None when none is recognised), ``meta``
+    (its `ResponseMeta`: provenance, ``meta.usage`` in chat terms), ``usage`` (as the
+    answer's type keeps it), ``parsed`` (a typed answer's value; None otherwise)."""
+
+    @property
+    def text(self) -> str | None: ...
+
+    @property
+    def meta(self) -> ResponseMeta | None: ...
+
+    @property
+    def usage(self) -> Any: ...
+
+    @property
+    def parsed(self) -> Any: ...
 
 
 # -- media ------------------------------------------------------------------------------

@@ -64,6 +64,8 @@ class AsyncClosing:
 class Stream:
     """What sync and async streams share: the state of the reply so far, and its end."""
 
+    parsed = None  # a stream is never a typed answer (`results.Answer`)
+
     def __init__(
         self,
         response: Response,

@@ -35,7 +35,7 @@ from typing import Any
 
 import typing_extensions
 
-from . import conversation
+from .dialects import Dialect, dialect
 from .errors import APIError, GatecellError, InvalidRequest, echo
 from .exchange import Program, logger
 from .results import Reply
@@ -45,10 +45,6 @@ from .structured import Schema, Support, answer_text, instruction, merged, parse
 from .structured import request_fields as native_fields
 
 __all__ = ["Typed", "TypedAnswer", "typed_request", "read_answer", "with_instruction", "with_repair"]
-
-# Where each API keeps its turns; a text part's type on each (None: generate-content's).
-_TURNS = {"chat": "messages", "messages": "messages", "generate-content": "contents", "responses": "input"}
-_TEXT_PARTS = (None, "text", "input_text")
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,8 @@ def _are_choices(value: Any) -> bool:
 
 def with_instruction(api: str, data: dict[str, Any], text: str) -> dict[str, Any]:
     """``data`` with ``text`` after the last user turn's text (a copy; ``data`` is kept)."""
-    key = _TURNS[api]
+    speaks = dialect(api)
+    key = speaks.turns
     turns = data.get(key)
     if isinstance(turns, str):  # a responses input given as one string
         return {**data, key: f"{turns}\n\n{text}"}
@@ -100,44 +97,39 @@ def with_instruction(api: str, data: dict[str, Any], text: str) -> dict[str, Any
     for i in range(len(turns) - 1, -1, -1):
         turn = turns[i]
         if isinstance(turn, dict) and turn.get("role", "user") == "user":
-            turns[i] = _added(api, turn, text)
+            turns[i] = _added(speaks, turn, text)
             break
     else:
-        turns.append(_turn(api, "user", text))
+        turns.append(speaks.turn("user", text))
     return {**data, key: turns}
 
 
-def _added(api: str, turn: dict[str, Any], text: str) -> dict[str, Any]:
-    field = "parts" if api == "generate-content" else "content"
+def _added(speaks: Dialect, turn: dict[str, Any], text: str) -> dict[str, Any]:
+    field = speaks.content
     content = turn.get(field)
     if isinstance(content, str):
         return {**turn, field: f"{content}\n\n{text}"}
     parts = list(content or ())
     for i in range(len(parts) - 1, -1, -1):
         part = parts[i]
-        if isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("type") in _TEXT_PARTS:
+        if speaks.is_text_part(part):
             parts[i] = {**part, "text": f"{part['text']}\n\n{text}"}
             break
     else:
-        parts += conversation.parts(api, [text])  # a text part of the API's shape
+        parts.append(speaks.text(text))
     return {**turn, field: parts}
 
 
 def with_repair(api: str, data: dict[str, Any], answer: str, repair: str) -> dict[str, Any]:
     """``data`` with the assistant's ``answer`` (left out when it is empty, which some APIs
     refuse as a turn) and the user's ``repair`` turn after its turns."""
-    key = _TURNS[api]
+    speaks = dialect(api)
+    key = speaks.turns
     turns = data[key]
     if isinstance(turns, str):
         turns = [{"role": "user", "content": turns}]
-    said = [_turn(api, "assistant", answer)] if answer.strip() else []
-    return {**data, key: [*turns, *said, _turn(api, "user", repair)]}
-
-
-def _turn(api: str, role: str, text: str) -> dict[str, Any]:
-    if api == "generate-content":
-        return {"role": "model" if role == "assistant" else "user", "parts": [{"text": text}]}
-    return {"role": role, "content": text}
+    said = [speaks.turn("assistant", answer)] if answer.strip() else []
+    return {**data, key: [*turns, *said, speaks.turn("user", repair)]}
 
 
 # -- the policy -----------------------------------------------------------------------------
