@@ -26,6 +26,26 @@ _LAZY = {
     "StreamTimeoutError": "gatecell.wire.errors",
     "JobError": "gatecell.wire.errors",
     "logs": "gatecell.store",
+    # what the clients hand back, for annotations and isinstance
+    "Answer": "gatecell.wire.results",
+    "ChatCompletion": "gatecell.wire.schemas",
+    "Reply": "gatecell.wire.results",
+    "ResponseMeta": "gatecell.wire.results",
+    "ImageResult": "gatecell.wire.results",
+    "Audio": "gatecell.wire.results",
+    "Media": "gatecell.wire.results",
+    "ModelList": "gatecell.wire.results",
+    "Job": "gatecell.wire.results",
+    "ChatStream": "gatecell.wire.streams",
+    "TextStream": "gatecell.wire.streams",
+    "AsyncChatStream": "gatecell.wire.streams",
+    "AsyncTextStream": "gatecell.wire.streams",
+    "Proxy": "gatecell.wire.proxies",
+    # map: its result and options
+    "Batch": "gatecell.batch",
+    "BatchError": "gatecell.batch",
+    "Row": "gatecell.batch",
+    "MapOptions": "gatecell.batch",
 }
 
 __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
@@ -33,6 +53,7 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__vers
 if TYPE_CHECKING:
     from typing import Any
 
+    from gatecell.batch import Batch, BatchError, MapOptions, Row
     from gatecell.gateway import AsyncGateway, Gateway
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
@@ -48,7 +69,11 @@ if TYPE_CHECKING:
         StreamError,
         StreamTimeoutError,
     )
+    from gatecell.wire.proxies import Proxy
+    from gatecell.wire.results import Answer, Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta
+    from gatecell.wire.schemas import ChatCompletion
     from gatecell.wire.secret import Secret
+    from gatecell.wire.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
 
 
 def __getattr__(name: str) -> Any:

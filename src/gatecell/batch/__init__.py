@@ -1,8 +1,8 @@
 """Prompts over data: ``gw.map(template, rows)``, rate-limited, resumable, with a progress bar.
 
-`run` is `Gateway.map` (the engine on an event loop of its own, in a worker thread, so it
+`run_map` is `Gateway.map` (the engine on an event loop of its own, in a worker thread, so it
 works inside a running Jupyter kernel without ``nest_asyncio``; Ctrl-C, or a kernel
-interrupt, stops it and returns the rows done so far); `arun` is `AsyncGateway.map`, on the
+interrupt, stops it and returns the rows done so far); `arun_map` is `AsyncGateway.map`, on the
 caller's loop. The engine is `engine.Engine`; the rows and the template, `rows`; the rate
 limits, `pacing`; the result, `result.Batch`.
 """
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gatecell.wire.endpoints import Endpoints
     from gatecell.wire.proxies import Proxies
 
-__all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run", "arun"]
+__all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run_map", "arun_map"]
 
 OnRow = Callable[[int, Row], object]
 """Called with each finished row's position in the input and its `Row`, as it finishes (see
@@ -42,7 +42,7 @@ def _engine(
     return Engine(client, template, data, resolve(options), proxies=proxies, on_row=on_row)
 
 
-def run(
+def run_map(
     client: Endpoints,
     proxies: Proxies | None,
     template: str,
@@ -57,7 +57,7 @@ def run(
     engine runs on a loop of its own in a worker thread (``on_row`` is called there); this
     thread shows the progress and takes Ctrl-C, which stops the engine and returns the
     partial `Batch`."""
-    from .progress import Progress
+    from .progress import BatchBar
 
     engine = _engine(client, proxies, template, data, options, on_row)
     outcome: dict[str, Any] = {}
@@ -71,7 +71,7 @@ def run(
         finally:
             finished.set()
 
-    bar = Progress(engine, progress)
+    bar = BatchBar(engine, progress)
     threading.Thread(target=main, name="gatecell-map", daemon=True).start()
     try:
         while not finished.wait(bar.interval):
@@ -90,7 +90,7 @@ def run(
     return outcome["batch"]
 
 
-async def arun(
+async def arun_map(
     client: Endpoints,
     proxies: Proxies | None,
     template: str,
@@ -100,11 +100,11 @@ async def arun(
     on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
-    """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
-    from .progress import Progress
+    """`AsyncGateway.map`: `run_map` on the running loop, the progress updated beside it."""
+    from .progress import BatchBar
 
     engine = _engine(client, proxies, template, data, options, on_row)
-    bar = Progress(engine, progress)
+    bar = BatchBar(engine, progress)
 
     async def show() -> None:
         while True:

@@ -16,7 +16,42 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "error_line", "session_for"]
+__all__ = [
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "error_line",
+    "session_for",
+    "LiveMarkdown",
+    "code_blocks",
+    "ChatPanel",
+    "ComparePanel",
+    "ImagePanel",
+    "MediaPanel",
+    "SpeechPanel",
+    "dashboard",
+]
+
+# What notebooks use, loaded when first asked for (the panels load ipywidgets).
+_LAZY = {
+    "LiveMarkdown": "gatecell.notebook.display",
+    "code_blocks": "gatecell.notebook.markdown",
+    **{
+        name: "gatecell.notebook.widgets"
+        for name in ("ChatPanel", "ComparePanel", "ImagePanel", "MediaPanel", "SpeechPanel", "dashboard")
+    },
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gatecell.notebook' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 _STATE: dict[int, dict[str, Any]] = {}
 _OWN_SESSIONS: dict[int, Any] = {}

@@ -13,7 +13,7 @@ The pieces are small and public so that the widgets can reuse them:
   latency, usage, request id). It travels in the display metadata of every output under
   the key ``"gatecell"``; never a header, never the key: every string in it is redacted
   (`gatecell.wire.secret.redact_data`), as a gateway chose the model name and request id.
-- `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
+- `JobProgress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 
 Nothing a gateway sends reaches HTML as it came: text goes through
 `gatecell.notebook.markdown` (Markdown rendered here, then sanitised), a media type
@@ -52,7 +52,7 @@ __all__ = [
     "show_prompt",
     "attachment_html",
     "show_table",
-    "Progress",
+    "JobProgress",
 ]
 
 
@@ -467,7 +467,7 @@ def show_media(
 # -- progress ----------------------------------------------------------------------------
 
 
-class Progress:
+class JobProgress:
     """Progress of a job: an ipywidgets bar in a kernel, one text line per change elsewhere.
 
     ``update(percent, status)`` takes a 0..100 value (None while unknown);

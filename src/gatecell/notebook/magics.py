@@ -605,10 +605,10 @@ class GatecellMagics(Magics):
         """Poll ``job`` with a progress bar until it ends; show and return what it made."""
         from gatecell.wire.errors import JobError
 
-        from .display import Progress, provenance, rich_output
+        from .display import JobProgress, provenance, rich_output
         from .values import finished_job
 
-        bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
+        bar = JobProgress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
         try:
             job = self.session.gateway.wait(
                 job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.defaults.job_timeout

@@ -79,11 +79,6 @@ class NotebookSession:
         self.key_source = source
         self.disconnect()
 
-    def has_key(self) -> bool:
-        from gatecell.wire.settings import resolve
-
-        return self._key is not None or resolve().api_key is not None
-
     def disconnect(self) -> None:
         """Close the client; the next magic connects again with the current settings."""
         if self._gateway is not None:

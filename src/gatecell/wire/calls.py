@@ -451,7 +451,7 @@ class Calls:
         return (yield from self._chat_responses(request, schema))
 
     def _chat_completions(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
-        call = Call("POST", "/v1/chat/completions", _dump(request), request.stream, request.model)
+        call = Call("POST", "/v1/chat/completions", request_body(request), request.stream, request.model)
         return self._call(
             call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion, schema
         )
@@ -587,7 +587,7 @@ class Calls:
             return self._job_from(kind, submitted_id(kind, body), body, meta)
 
         job = yield from self._call(
-            Call("POST", self.options.job_paths.submit(kind), _dump(request), model=model), parse
+            Call("POST", self.options.job_paths.submit(kind), request_body(request), model=model), parse
         )
         wait, on_progress, timeout, interval = waiting
         if wait:
@@ -620,7 +620,8 @@ class Calls:
         )
 
 
-def _dump(request: Any) -> bytes:
+def request_body(request: Any) -> bytes:
+    """A validated request model as the JSON bytes sent (its unset fields left out)."""
     return request.model_dump_json(exclude_none=True).encode()
 
 

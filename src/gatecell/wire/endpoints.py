@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 from . import schemas
-from .calls import Calls, Hooks
+from .calls import Calls, Hooks, request_body
 from .conversation import for_api, with_parts
 from .decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
 from .errors import InvalidRequest
@@ -192,7 +192,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         body = self._body(schemas.MessagesRequest, self.messages, data, fields, extra_body)
 
         def send(request: schemas.MessagesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/messages", _dump(request), stream, model)
+            call = Call("POST", "/v1/messages", request_body(request), stream, model)
             return self._native(call, MessagesDecoder, schema)
 
         return self._run(self._conversation("messages", model, schemas.MessagesRequest, body, typed, send))
@@ -260,7 +260,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         )
 
         def send(request: schemas.GenerateContentRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", path, _dump(request), stream, model, auth="goog")
+            call = Call("POST", path, request_body(request), stream, model, auth="goog")
             return self._native(call, GenerateContentDecoder, schema)
 
         request_model = schemas.GenerateContentRequest
@@ -328,7 +328,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         body = self._body(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
 
         def send(request: schemas.ResponsesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/responses", _dump(request), stream, model)
+            call = Call("POST", "/v1/responses", request_body(request), stream, model)
             return self._native(call, ResponsesDecoder, schema)
 
         return self._run(self._conversation("responses", model, schemas.ResponsesRequest, body, typed, send))
@@ -415,7 +415,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         """Image generation: `ImageResult` whose ``images`` come from ``b64_json`` or URLs."""
         data = {"model": model, "prompt": prompt, "size": size}
         request = self._request(schemas.ImageRequest, self.image, data, fields, extra_body)
-        call = Call("POST", "/v1/images/generations", _dump(request), model=model)
+        call = Call("POST", "/v1/images/generations", request_body(request), model=model)
         return self._run(self._call(call, self._image))
 
     def speech(
@@ -431,7 +431,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         """Text to speech: `Audio` bytes, with the format sniffed from the bytes themselves."""
         data = {"model": model, "voice": voice, "input": input, "response_format": response_format}
         request = self._request(schemas.SpeechRequest, self.speech, data, fields, extra_body)
-        call = Call("POST", "/v1/audio/speech", _dump(request), model=model, media=True)
+        call = Call("POST", "/v1/audio/speech", request_body(request), model=model, media=True)
         return self._run(self._call(call, self._speech((request.model_extra or {}).get("response_format"))))
 
     def models(self) -> _Models:
@@ -579,10 +579,6 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         )
         programs.usage_known = self.usage_known
         return programs
-
-
-def _dump(request: Any) -> bytes:
-    return request.model_dump_json(exclude_none=True).encode()
 
 
 class Programs(

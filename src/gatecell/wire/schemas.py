@@ -51,9 +51,6 @@ __all__ = [
     "Choice",
     "ChoiceMessage",
     "Usage",
-    "ChatChunk",
-    "ChunkChoice",
-    "Delta",
     "RANGES",
     "SIZE",
     "usage_of",
@@ -596,31 +593,6 @@ class ChatCompletion(BaseModel):
         if not self.choices:
             return ""
         return self.choices[0].message.content or ""
-
-
-class Delta(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str | None = None
-    content: str | None = None
-
-
-class ChunkChoice(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    index: int = 0
-    delta: Delta
-    finish_reason: str | None = None
-
-
-class ChatChunk(BaseModel):
-    """SPEC 2.4."""
-
-    model_config = ConfigDict(extra="allow")
-    id: str
-    object: str = "chat.completion.chunk"
-    created: int = 0
-    model: str = ""
-    choices: list[ChunkChoice]
-    usage: Usage | None = None
 
 
 # -- one readable line per broken rule --------------------------------------------------

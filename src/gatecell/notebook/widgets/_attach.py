@@ -24,7 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ._base import Panel, button, error_line, start_thread, text_html
+from ._base import Panel, button, panel_error, start_thread, text_html
 
 __all__ = ["Attachments", "content_html"]
 
@@ -130,7 +130,7 @@ class Attachments:
                     refused.append(exc.message)
                     continue
                 except Exception as err:  # said in the panel; a thread has nobody to raise to
-                    refused.append(f"{label or 'a file'}: {error_line(err)}")
+                    refused.append(f"{label or 'a file'}: {panel_error(err)}")
                     continue
                 with self._lock:
                     self._items.append(item)
