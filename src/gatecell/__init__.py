@@ -6,6 +6,7 @@ gateway load on first use, so ``import gatecell`` and ``%load_ext gatecell`` sta
 
 from __future__ import annotations
 
+from gatecell._lazy import exports
 from gatecell._version import __version__
 
 TYPE_CHECKING = False  # typing itself costs a third of this module's import time
@@ -76,15 +77,7 @@ if TYPE_CHECKING:
     from gatecell.wire.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gatecell' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY)
 
 
 def load_ipython_extension(ipython: Any) -> None:

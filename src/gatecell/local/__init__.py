@@ -7,7 +7,7 @@ below load their module when first asked for.
 
 from __future__ import annotations
 
-from typing import Any
+from gatecell._lazy import exports
 
 __all__ = ["Config", "create_app", "start", "run_in_thread"]
 
@@ -19,12 +19,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gatecell.local' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY)

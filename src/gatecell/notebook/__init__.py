@@ -16,6 +16,8 @@ import re
 import sys
 from typing import Any
 
+from gatecell._lazy import exports
+
 __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
@@ -42,15 +44,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gatecell.notebook' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY)
 
 
 _STATE: dict[int, dict[str, Any]] = {}
