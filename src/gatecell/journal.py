@@ -146,6 +146,9 @@ class _Note:
 class Journal(Hooks):
     """One client's log and cache, as its `Hooks`.
 
+    Every exchange it logs is waited for by its call, so the store's writer is not woken
+    for it: a sync call commits it on its own thread when the writer is idle (`Store.wait`).
+
     **Parameters:** ``gateway``: the log's name for the client's gateway (`LOCAL`, or its
     root address); ``key``: the client's key, a function since the client may change it (it
     is masked in everything written); ``log``, ``cache``, ``log_media``: functions telling
@@ -167,6 +170,8 @@ class Journal(Hooks):
         self._cache = cache
         self._log_media = log_media
         self._store: store.Store | None = None
+
+    _wake = False  # (see the class) a batch's journal wakes the writer: its rows from the log go unwaited
 
     @property
     def store(self) -> store.Store:
@@ -301,6 +306,7 @@ class Journal(Hooks):
             parsed_json=schema.logged(result.parsed) if typed else None,
             cost=cost,
             cost_source=cost_source,
+            wake=self._wake,
         )
         ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
         return None if ticket is None else Commit(self.store, ticket)
@@ -351,6 +357,8 @@ class BatchJournal(Journal):
 
     **Parameters:** ``journal``: the client's; ``cache``: answer rows from the log.
     """
+
+    _wake = True
 
     def __init__(self, journal: Journal, cache: bool) -> None:
         super().__init__(journal.gateway, journal._key, journal._log, lambda: cache, journal._log_media)
