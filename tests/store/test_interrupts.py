@@ -13,6 +13,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from locks import held
@@ -58,39 +59,43 @@ def _log(store: Store, prompt: str) -> int:
     return ticket
 
 
-def test_an_interrupt_before_the_commit_leaves_the_entry_for_the_writer(store: Store, monkeypatch):
+def _interrupted(store: Store, monkeypatch: pytest.MonkeyPatch, commit: Any) -> int:
+    """Log "second" after "first" and wait for it with ``commit`` in place of the store's
+    own, which raises `KeyboardInterrupt`; the ticket, the store's commit back in place."""
     _log(store, "first")
     assert store.flush(10) and _entries(store) == ["first"]  # the connection is open
-    commit = Store._commit
+    original = Store._commit
 
+    def in_the_main_thread(self, *args: Any) -> None:  # where a Ctrl-C lands; the writer's are its own
+        (commit if threading.current_thread() is threading.main_thread() else original)(self, *args)
+
+    monkeypatch.setattr(Store, "_commit", in_the_main_thread)
+    ticket = _log(store, "second")
+    with pytest.raises(KeyboardInterrupt):
+        store.wait(ticket, 10)
+    monkeypatch.setattr(Store, "_commit", original)
+    return ticket
+
+
+def test_an_interrupt_before_the_commit_leaves_the_entry_for_the_writer(store: Store, monkeypatch):
     def interrupted(self, conn, exchanges, jobs, prices):  # Ctrl-C between the insert and the COMMIT
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany("INSERT INTO exchanges (time, endpoint) VALUES (?, ?)", [("x", "/half")])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Store, "_commit", interrupted)
-    ticket = _log(store, "second")
-    with pytest.raises(KeyboardInterrupt):
-        store.wait(ticket, 10)
-    monkeypatch.setattr(Store, "_commit", commit)
+    ticket = _interrupted(store, monkeypatch, interrupted)
     assert store.wait(ticket, 10)  # the writer (woken on the way out) or this wait writes it
     assert _entries(store) == ["first", "second"]  # nothing half done, nothing twice
 
 
 def test_an_interrupt_after_the_commit_does_not_write_the_entry_again(store: Store, monkeypatch):
-    _log(store, "first")
-    assert store.flush(10)
     commit = Store._commit
 
     def interrupted(self, conn, exchanges, jobs, prices):  # Ctrl-C just after the COMMIT returned
         commit(self, conn, exchanges, jobs, prices)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Store, "_commit", interrupted)
-    ticket = _log(store, "second")
-    with pytest.raises(KeyboardInterrupt):
-        store.wait(ticket, 10)
-    monkeypatch.setattr(Store, "_commit", commit)
+    ticket = _interrupted(store, monkeypatch, interrupted)
     assert store.wait(ticket, 0)  # done already
     assert store.flush(10) and _entries(store) == ["first", "second"]
 

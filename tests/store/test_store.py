@@ -84,7 +84,7 @@ def test_values_the_fast_json_encoder_refuses_are_still_logged(store: Store):
     assert row["prompt"] == "hi" and row["params"] == {"tag": "b'\\xff'"}
 
 
-def test_redaction_and_serialising_happen_off_the_recording_call(store: Store, monkeypatch: pytest.MonkeyPatch):
+def test_redaction_and_serialising_happen_off_the_recording_call(store: Store, monkeypatch):
     """Recording returns at once; the work is the writer's, or that of whoever waits for the
     commit while the writer is idle (`Store.wait`: no thread switch)."""
     threads: list[str] = []
