@@ -18,19 +18,10 @@ import httpx
 
 from gatecell import connect
 from gatecell.journal import LOCAL, Journal
-from gatecell.wire.calls import Options
-from gatecell.wire.drivers import AsyncSend, SyncSend, arun, async_httpx_sender, httpx_sender, run
-from gatecell.wire.endpoints import Endpoints
-from gatecell.wire.exchange import Program
-from gatecell.wire.httpx_proxies import ProxiedTransport
-from gatecell.wire.jobs import JobPaths
-from gatecell.wire.proxies import Proxies, Proxy, check_proxies
-from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
-from gatecell.wire.routing import PatternLike
-from gatecell.wire.schemas import ChatCompletion
-from gatecell.wire.secret import Secret
-from gatecell.wire.settings import Settings, env_choice, env_flag, resolve, root_url
-from gatecell.wire.streams import (
+from gatecell.wire.apis.jobs import JobPaths
+from gatecell.wire.apis.routing import PatternLike
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.apis.streams import (
     AsyncChatStream,
     AsyncClosing,
     AsyncTextStream,
@@ -38,7 +29,16 @@ from gatecell.wire.streams import (
     Closing,
     TextStream,
 )
-from gatecell.wire.structured import MODES, Support
+from gatecell.wire.calls import Options
+from gatecell.wire.endpoints import Endpoints
+from gatecell.wire.transport._httpx_proxies import ProxiedTransport
+from gatecell.wire.transport.drivers import AsyncSend, SyncSend, arun, async_httpx_sender, httpx_sender, run
+from gatecell.wire.transport.exchange import Program
+from gatecell.wire.transport.proxies import Proxies, Proxy, check_proxies
+from gatecell.wire.transport.results import Audio, ImageResult, Job, ModelList, Reply
+from gatecell.wire.transport.settings import Settings, env_choice, env_flag, resolve, root_url
+from gatecell.wire.typed.structured import MODES, Support
+from gatecell.wire.util.secret import Secret
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -197,7 +197,7 @@ class Gateway(
     * **stream_usage** - chat streams ask for their usage (``stream_options``); None: where the
       gateway is known to take it (``GATECELL_STREAM_USAGE``).
     * **reasoning_patterns** - model names (or patterns) that go to /v1/responses
-      (see `gatecell.wire.routing`).
+      (see `gatecell.wire.apis.routing`).
     * **job_paths**, **job_interval** - where jobs are polled, and how often (seconds, 2).
     * **log**, **cache**, **log_media** - log every exchange (``GATECELL_LOG``, on), answer
       from the log (``GATECELL_CACHE``, off), keep media bytes in it (``GATECELL_LOG_MEDIA``,
@@ -205,7 +205,7 @@ class Gateway(
     * **proxy** - a proxy for every request (``http://user:pass@host:3128``, ``https://``,
       ``socks5://``, ``socks5h://``: SOCKS needs ``gatecell[socks]``), else ``GATECELL_PROXY``,
       else ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` (see
-      `gatecell.wire.proxies`; the local gateway is always reached directly). A proxy URL no
+      `gatecell.wire.transport.proxies`; the local gateway is always reached directly). A proxy URL no
       driver can speak is a `ConfigError` here, in one line.
     * **trust_env** - read those proxy variables (True).
     * **http_client** - an ``httpx.Client`` of your own (``httpx.AsyncClient`` for
@@ -214,7 +214,7 @@ class Gateway(
       rules, caps and timeouts still apply to every request, and it is yours to close.
     * **structured** - how typed answers (``schema=``, ``choices=``) are asked for: ``"auto"``
       (natively where the gateway's metadata says the model takes it, else by instruction),
-      ``"native"`` or ``"instruction"`` (``GATECELL_STRUCTURED``; see `gatecell.wire.typed_calls`).
+      ``"native"`` or ``"instruction"`` (``GATECELL_STRUCTURED``; see `gatecell.wire.typed.typed_calls`).
     """
 
     _chat_stream = ChatStream

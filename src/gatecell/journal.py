@@ -47,16 +47,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gatecell.wire.apis import TEXT_APIS, api_of
+from gatecell.wire.apis.dialects import dialect
+from gatecell.wire.apis.names import TEXT_APIS, api_of
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.apis.streams import Stream
 from gatecell.wire.calls import EMPTY_REPLY, Hooks, Outcome
-from gatecell.wire.dialects import dialect
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.exchange import Call
-from gatecell.wire.http import Headers, Request, Response
-from gatecell.wire.results import Audio, ImageResult, Job, Reply, ResponseMeta
-from gatecell.wire.schemas import ChatCompletion
-from gatecell.wire.secret import Secret
-from gatecell.wire.streams import Stream
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.exchange import Call
+from gatecell.wire.transport.http import Headers, Request, Response
+from gatecell.wire.transport.results import Audio, ImageResult, Job, Reply, ResponseMeta
+from gatecell.wire.util.secret import Secret
 
 if TYPE_CHECKING:
     from gatecell import store

@@ -15,7 +15,7 @@ from rowserver import KEY, RowServer, reply_to
 from gatecell import AsyncGateway, Gateway
 from gatecell.batch import BatchError
 from gatecell.batch.pacing import Schedule
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.transport.errors import InvalidRequest
 
 
 def test_a_dataframe_gives_a_series_aligned_to_its_index(local_gateway):

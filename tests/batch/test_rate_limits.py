@@ -15,8 +15,8 @@ from gatecell.batch import engine as engine_module
 from gatecell.batch.engine import Engine
 from gatecell.batch.options import resolve
 from gatecell.batch.pacing import MIN_PAUSE, Pacing, pause_for
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.exchange import RetryPolicy
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.exchange import RetryPolicy
 
 
 def _date(seconds: float) -> str:

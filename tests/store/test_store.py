@@ -19,9 +19,9 @@ from gatecell import Secret
 from gatecell.store import Store, cache_key, default_store, settings
 from gatecell.store.prices import Price, load_prices
 from gatecell.store.report import usage_cells
-from gatecell.store.schema import VERSION, fts5_available, migrate
 from gatecell.store.store import connect
-from gatecell.wire.errors import ConfigError
+from gatecell.store.tables import VERSION, fts5_available, migrate
+from gatecell.wire.transport.errors import ConfigError
 
 CHAT = "/v1/chat/completions"
 GW = "http://127.0.0.1:9"
@@ -379,7 +379,7 @@ def test_rows_are_indexed_when_searched_not_when_written(store: Store):
 
 
 def test_search_without_fts5_falls_back_to_like(home: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(gatecell.store.schema, "fts5_available", lambda: False)  # a SQLite built without it
+    monkeypatch.setattr(gatecell.store.tables, "fts5_available", lambda: False)  # a SQLite built without it
     s = Store(home / "plain.db")
     _fill_for_queries(s)
     with sqlite3.connect(s.path) as conn:

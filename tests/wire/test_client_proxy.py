@@ -15,7 +15,7 @@ from fault_server import KEY
 from proxy import TLSFront, free_port
 
 from gatecell import AsyncGateway, Gateway
-from gatecell.wire.errors import APIConnectionError, ConfigError
+from gatecell.wire.transport.errors import APIConnectionError, ConfigError
 
 HI = [{"role": "user", "content": "hi"}]
 

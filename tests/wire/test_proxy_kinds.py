@@ -17,7 +17,7 @@ from proxy import Socks5, TLSFront
 from test_client_proxy import HI
 
 from gatecell import AsyncGateway, Gateway
-from gatecell.wire.errors import ConfigError
+from gatecell.wire.transport.errors import ConfigError
 
 Through = Callable[[], int]  # how many connections or requests the proxy has carried so far
 

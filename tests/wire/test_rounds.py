@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from gatecell.wire.drivers import arun, run
-from gatecell.wire.errors import APIError
-from gatecell.wire.exchange import Perform, Program
-from gatecell.wire.results import ResponseMeta
-from gatecell.wire.rounds import Ask, Done, Step, rounds
+from gatecell.wire.transport.drivers import arun, run
+from gatecell.wire.transport.errors import APIError
+from gatecell.wire.transport.exchange import Perform, Program
+from gatecell.wire.transport.results import ResponseMeta
+from gatecell.wire.typed.rounds import Ask, Done, Step, rounds
 
 
 class Answer:

@@ -47,7 +47,7 @@ def test_the_clients_types_are_true():
 
 
 def test_every_text_answer_has_the_one_answer_protocol(make):
-    from gatecell.wire.results import Answer
+    from gatecell.wire.transport.results import Answer
 
     gw = make("ok")
     hi = [{"role": "user", "content": "hi"}]

@@ -19,7 +19,7 @@ from .result import Batch, BatchError, Row
 
 if TYPE_CHECKING:
     from gatecell.wire.endpoints import Endpoints
-    from gatecell.wire.proxies import Proxies
+    from gatecell.wire.transport.proxies import Proxies
 
 __all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run_map", "arun_map"]
 

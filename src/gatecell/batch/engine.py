@@ -48,16 +48,16 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from gatecell.wire.apis.conversation import for_api
 from gatecell.wire.calls import EMPTY_REPLY
-from gatecell.wire.conversation import for_api
-from gatecell.wire.drivers import arun
 from gatecell.wire.endpoints import Endpoints
-from gatecell.wire.errors import APIError, GatecellError, api_error
-from gatecell.wire.exchange import Program
-from gatecell.wire.http import Request, Response
-from gatecell.wire.http11_driver import Http11Driver
-from gatecell.wire.proxies import Proxies
-from gatecell.wire.results import ResponseMeta
+from gatecell.wire.transport._http11_driver import Http11Driver
+from gatecell.wire.transport.drivers import arun
+from gatecell.wire.transport.errors import APIError, GatecellError, api_error
+from gatecell.wire.transport.exchange import Program
+from gatecell.wire.transport.http import Request, Response
+from gatecell.wire.transport.proxies import Proxies
+from gatecell.wire.transport.results import ResponseMeta
 
 from .options import MapSettings
 from .pacing import Pacing, pause_for

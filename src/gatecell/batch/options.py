@@ -9,11 +9,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from gatecell.wire.conversation import TEXT_APIS
-from gatecell.wire.errors import InvalidRequest, echo
-from gatecell.wire.settings import env_number
-from gatecell.wire.structured import Schema
-from gatecell.wire.typed_calls import typed_request
+from gatecell.wire.apis.conversation import TEXT_APIS
+from gatecell.wire.transport.errors import InvalidRequest, echo
+from gatecell.wire.transport.settings import env_number
+from gatecell.wire.typed.structured import Schema
+from gatecell.wire.typed.typed_calls import typed_request
 
 __all__ = ["MapOptions", "MapSettings", "resolve", "from_flags"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gatecell.wire.settings import env_number
+from gatecell.wire.transport.settings import env_number
 
 __all__ = ["BatchBar"]
 

@@ -33,11 +33,11 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from gatecell.wire.errors import GatecellError
+from gatecell.wire.transport.errors import GatecellError
 
 if TYPE_CHECKING:
     from gatecell.batch import Row
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.typed.structured import Schema
 
 __all__ = ["add_parser", "ROW_CAP"]
 
@@ -277,8 +277,8 @@ class _Writer:
 def _typed(args: argparse.Namespace) -> dict[str, Schema]:
     """The ``schema=`` of ``--schema FILE`` or ``--choices A,B,C``: a missing or unreadable
     file, or one that holds no usable JSON Schema, is one line before any request."""
-    from gatecell.wire.errors import InvalidRequest
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.transport.errors import InvalidRequest
+    from gatecell.wire.typed.structured import Schema
 
     if args.schema is not None and args.choices is not None:
         raise GatecellError("map: --schema or --choices, not both")

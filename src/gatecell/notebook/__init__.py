@@ -78,8 +78,8 @@ def session_for(shell: Any = None) -> Any:
 def error_line(exc: BaseException) -> str:
     """The one line shown for a gatecell error: redacted (any key, credential), and with
     control characters escaped (a terminal, or a frontend rendering ANSI escapes, shows it)."""
-    from gatecell.wire.secret import redact
-    from gatecell.wire.terminal import printable
+    from gatecell.wire.util._terminal import printable
+    from gatecell.wire.util.secret import redact
 
     return printable(redact(f"gatecell: {exc}"))
 
@@ -102,7 +102,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gatecell``: register the magics and the one-line error handler."""
     if id(ipython) in _STATE:
         return
-    from gatecell.wire.errors import GatecellError
+    from gatecell.wire.transport.errors import GatecellError
 
     from .config import Gatecell
     from .magics import GatecellMagics, Interrupted

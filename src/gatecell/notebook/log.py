@@ -158,7 +158,7 @@ def _write_new(target: Path, data: bytes, force: bool) -> None:
     if force and target.exists():
         if not target.is_file():
             raise IsADirectoryError(target)
-        from gatecell.wire.private import write_whole
+        from gatecell.wire.util.private import write_whole
 
         write_whole(target, data)
         return

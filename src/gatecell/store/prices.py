@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.errors import ConfigError
+from gatecell.wire.transport.errors import ConfigError
 
 __all__ = ["Price", "Pricing", "SOURCES", "load_prices", "prices_from", "model_info_prices", "usage_cost"]
 

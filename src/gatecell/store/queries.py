@@ -17,7 +17,7 @@ from typing import Any
 from .keys import gateway_address
 from .prices import SOURCES, Price
 from .records import iso, text_of
-from .schema import index_new
+from .tables import index_new
 
 __all__ = [
     "CachedReply",
@@ -265,8 +265,8 @@ def _content(content: Any) -> Any:
         isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
     ):
         return text
-    from gatecell.wire.conversation import neutral
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.apis.conversation import neutral
+    from gatecell.wire.transport.errors import InvalidRequest
 
     items = []
     for part in content:

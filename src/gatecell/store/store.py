@@ -28,7 +28,7 @@ their caller asked for the data.
 
 The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
 a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
-another user, one others may write, or a symbolic link is never used (`gatecell.wire.private`):
+another user, one others may write, or a symbolic link is never used (`gatecell.wire.util.private`):
 the store is off, said in one line, as for any other fault.
 """
 
@@ -52,10 +52,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.apis import TEXT_APIS, api_of
-from gatecell.wire.errors import GatecellError
-from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
-from gatecell.wire.secret import Secret
+from gatecell.wire.apis.names import TEXT_APIS, api_of
+from gatecell.wire.transport.errors import GatecellError
+from gatecell.wire.util.private import Untrusted, create_private, private_file, private_folder
+from gatecell.wire.util.secret import Secret
 
 from . import queries
 from .checkpoints import Checkpointer
@@ -72,7 +72,7 @@ from .records import (
     job_row,
     usage_counts,
 )
-from .schema import migrate
+from .tables import migrate
 
 __all__ = ["Store", "StoreError", "connect"]
 
@@ -171,7 +171,7 @@ def _snapshot(request: Any) -> Any:
 
 
 class Store:
-    """The log, cache and job records in one SQLite file (see `gatecell.store.schema`).
+    """The log, cache and job records in one SQLite file (see `gatecell.store.tables`).
 
     ``log=False`` keeps reads and lookups but writes nothing; ``log_media`` keeps the bytes
     of media replies (otherwise type, size and sha256 only).
@@ -257,7 +257,7 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
-        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
+        ``schema`` is a typed answer's `gatecell.wire.typed.structured.Schema`, ``parsed_json``
         the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
         model instance waits for the writer). ``cost`` is what it cost in US dollars, and
         ``cost_source`` who said (`prices.SOURCES`; see `pricing`). ``wake=False`` is for a

@@ -24,23 +24,31 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gatecell._version import __version__
-
-from . import schemas
-from .conversation import to_responses
-from .decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
-from .errors import APIError, GatecellError, body_error, connection_error, json_body
-from .exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange, logger
-from .http import Headers, Request, Response, TransportError, same_origin
-from .jobs import JobPaths, job_state, submitted_id, wait_program
-from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
-from .rounds import rounds
-from .routing import PatternLike, Router, to_chat
-from .schemas import ChatCompletion, usage_of
-from .secret import Secret, protect_logs, redact_data
-from .settings import Settings, env_flag, env_number, split_query
-from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
-from .structured import Support
-from .typed_calls import Typed, TypedAnswer, read_answer
+from gatecell.wire.apis import spec
+from gatecell.wire.apis._decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
+from gatecell.wire.apis.conversation import to_responses
+from gatecell.wire.apis.jobs import JobPaths, job_state, submitted_id, wait_program
+from gatecell.wire.apis.routing import PatternLike, Router, to_chat
+from gatecell.wire.apis.spec import ChatCompletion, usage_of
+from gatecell.wire.apis.streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
+from gatecell.wire.transport.errors import APIError, GatecellError, body_error, connection_error, json_body
+from gatecell.wire.transport.exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange, logger
+from gatecell.wire.transport.http import Headers, Request, Response, TransportError, same_origin
+from gatecell.wire.transport.results import (
+    Audio,
+    ImageResult,
+    Job,
+    Media,
+    ModelList,
+    Reply,
+    ResponseMeta,
+    images_of,
+)
+from gatecell.wire.transport.settings import Settings, env_flag, env_number, split_query
+from gatecell.wire.typed.rounds import rounds
+from gatecell.wire.typed.structured import Support
+from gatecell.wire.typed.typed_calls import Typed, TypedAnswer, read_answer
+from gatecell.wire.util.secret import Secret, protect_logs, redact_data
 
 __all__ = [
     "Calls",
@@ -267,7 +275,7 @@ class Calls:
     def _settle(self) -> None:
         locate = self._locate
         if locate is None:
-            from .errors import ConfigError
+            from gatecell.wire.transport.errors import ConfigError
 
             raise ConfigError("no gateway address: set GATECELL_BASE_URL (or base_url=)")
         settings = locate()
@@ -435,7 +443,7 @@ class Calls:
             raise error
         return body
 
-    def _chat(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+    def _chat(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
         if not self.router.wants_responses(request.model):
             try:
                 return (yield from self._chat_completions(request, schema))
@@ -450,7 +458,7 @@ class Calls:
                 )
         return (yield from self._chat_responses(request, schema))
 
-    def _chat_completions(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+    def _chat_completions(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
         call = Call("POST", "/v1/chat/completions", request_body(request), request.stream, request.model)
         return self._call(
             call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion, schema
@@ -481,7 +489,7 @@ class Calls:
         completion._meta = meta
         return completion
 
-    def _chat_responses(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+    def _chat_responses(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
         body = to_responses(request.model_dump(exclude_none=True))
         call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
         parse = (

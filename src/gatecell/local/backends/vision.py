@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from gatecell.wire.attachments import Attachment, size_text
-from gatecell.wire.conversation import neutral
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.apis.attachments import Attachment, size_text
+from gatecell.wire.apis.conversation import neutral
+from gatecell.wire.transport.errors import InvalidRequest
 
 from . import Refused
 

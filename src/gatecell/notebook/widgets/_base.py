@@ -101,8 +101,8 @@ def listed_values(models: Iterable[Any], model: str | None, keys: Sequence[str])
 
 def panel_error(err: BaseException, gateway: Gateway | None = None) -> str:
     """One readable line for an error, with the key masked even if a gateway echoed it."""
-    from gatecell.wire.errors import GatecellError, first_line
-    from gatecell.wire.secret import redact
+    from gatecell.wire.transport.errors import GatecellError, first_line
+    from gatecell.wire.util.secret import redact
 
     text = first_line(err)
     if not isinstance(err, GatecellError):

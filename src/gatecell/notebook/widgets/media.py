@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from gatecell.wire.errors import echo
+from gatecell.wire.transport.errors import echo
 
 from ._base import Panel, button, media_widget, panel_error, prompt_box, start_thread
 

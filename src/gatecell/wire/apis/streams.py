@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .decoders import Decoder
-from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, too_large
-from .exchange import Pending
-from .http import BodyTooLarge, Response, TransportError
-from .results import ResponseMeta
-from .schemas import ChatCompletion, Usage, usage_of
+from gatecell.wire.apis._decoders import Decoder
+from gatecell.wire.apis.spec import ChatCompletion, Usage, usage_of
+from gatecell.wire.transport.errors import StreamError, StreamTimeoutError, StreamTooLargeError, too_large
+from gatecell.wire.transport.exchange import Pending
+from gatecell.wire.transport.http import BodyTooLarge, Response, TransportError
+from gatecell.wire.transport.results import ResponseMeta
 
 __all__ = [
     "Stream",

@@ -45,8 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import GatecellError
-from .exchange import Perform, Program
+from gatecell.wire.transport.errors import GatecellError
+from gatecell.wire.transport.exchange import Perform, Program
 
 __all__ = ["Ask", "Done", "Step", "Policy", "Perform", "rounds"]
 

@@ -18,8 +18,8 @@ import typing_extensions
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
-from ..errors import InvalidRequest, echo, first_line
-from .json_schema import (
+from gatecell.wire.transport.errors import InvalidRequest, echo, first_line
+from gatecell.wire.typed.structured.json_schema import (
     NAME,
     Kind,
     is_strict,

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import ConfigDict, Field, create_model
 
-from ..errors import InvalidRequest, echo
+from gatecell.wire.transport.errors import InvalidRequest, echo
 
 __all__ = [
     "Kind",

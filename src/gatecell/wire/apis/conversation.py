@@ -30,10 +30,10 @@ import hashlib
 import re
 from typing import Any
 
-from .apis import TEXT_APIS
-from .attachments import Attachment, attachment_of, of_bytes, of_url
-from .dialects import Dialect, dialect
-from .errors import InvalidRequest, echo
+from gatecell.wire.apis.attachments import Attachment, attachment_of, of_bytes, of_url
+from gatecell.wire.apis.dialects import Dialect, dialect
+from gatecell.wire.apis.names import TEXT_APIS
+from gatecell.wire.transport.errors import InvalidRequest, echo
 
 __all__ = [
     "TEXT_APIS",

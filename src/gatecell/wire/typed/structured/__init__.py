@@ -16,13 +16,13 @@ share one reading of it:
 - `json_schema`: the JSON Schema documents underneath (references, strict mode, Gemini's
   OpenAPI subset, a Python type for a schema given as a dict).
 
-Nothing here sends, logs or imports pandas: `gatecell.wire.typed_calls` runs the rounds of a
+Nothing here sends, logs or imports pandas: `gatecell.wire.typed.typed_calls` runs the rounds of a
 typed call, and `gatecell.batch.frame` turns the values into columns.
 """
 
 from __future__ import annotations
 
-from .asking import (
+from gatecell.wire.typed.structured.asking import (
     CHOICES_MARKER,
     JSON_MARKER,
     MODES,
@@ -34,9 +34,9 @@ from .asking import (
     repair_message,
     request_fields,
 )
-from .json_schema import openapi
-from .reading import answer_text, parse, parse_reply
-from .schema import WRAP, Schema
+from gatecell.wire.typed.structured.json_schema import openapi
+from gatecell.wire.typed.structured.reading import answer_text, parse, parse_reply
+from gatecell.wire.typed.structured.schema import WRAP, Schema
 
 __all__ = [
     "Schema",

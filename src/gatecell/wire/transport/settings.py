@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from .secret import Secret
+from gatecell.wire.util.secret import Secret
 
 __all__ = [
     "Settings",
@@ -92,7 +92,7 @@ def resolve(base_url: str | None = None, api_key: str | Secret | None = None) ->
 
 def _config_error(message: str, value: str) -> Exception:
     """A `ConfigError` of ``message`` with ``value`` quoted (cut short) in place of ``{}``."""
-    from .errors import ConfigError, echo
+    from gatecell.wire.transport.errors import ConfigError, echo
 
     return ConfigError(message.format(echo(value)))
 

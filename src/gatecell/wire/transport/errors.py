@@ -4,7 +4,7 @@ what a gateway's error answers become.
 Every error prints as one readable line: what failed, the status, and the gateway's own
 message. The structured parts stay on attributes for code that wants them. Whatever a
 gateway sent (message, code, type, request id) is redacted on its way in
-(`gatecell.wire.secret.redact`: the process's keys in any shape, other services' keys,
+(`gatecell.wire.util.secret.redact`: the process's keys in any shape, other services' keys,
 credentials), and so is every error's ``str`` and ``repr``, whoever wrote its text.
 """
 
@@ -16,8 +16,8 @@ import reprlib
 from http import HTTPStatus
 from typing import Any
 
-from .http import BodyTooLarge, Response, TransportError, request_id_of, retry_after
-from .secret import Secret, redact
+from gatecell.wire.transport.http import BodyTooLarge, Response, TransportError, request_id_of, retry_after
+from gatecell.wire.util.secret import Secret, redact
 
 __all__ = [
     "GatecellError",

@@ -3,7 +3,7 @@
 The file is plain SQLite, for ``sqlite3``, Datasette or sqlite-utils as much as for gatecell.
 Times are UTC, ISO 8601 text (``2026-01-02T03:04:05.123456Z``): they sort as text and
 SQLite's date functions read them. JSON columns end in ``_json``. Nothing here ever holds an
-API key: every text passes through `gatecell.wire.secret.redact` before it is written.
+API key: every text passes through `gatecell.wire.util.secret.redact` before it is written.
 
 ``exchanges``: one row per request answered (or failed), from every entry point.
 

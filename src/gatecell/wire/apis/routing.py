@@ -17,9 +17,9 @@ from fnmatch import fnmatchcase
 from re import Pattern
 from typing import Any, Union
 
-from .errors import APIError
-from .results import Model, reply_reasoning, reply_text
-from .schemas import usage_of
+from gatecell.wire.apis.spec import usage_of
+from gatecell.wire.transport.errors import APIError
+from gatecell.wire.transport.results import Model, reply_reasoning, reply_text
 
 __all__ = ["Router", "DEFAULT_PATTERNS", "responses_only", "to_chat"]
 

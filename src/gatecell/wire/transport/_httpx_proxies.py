@@ -1,4 +1,4 @@
-"""The proxy settings (`gatecell.wire.proxies`) on httpx's side: a transport per proxy.
+"""The proxy settings (`gatecell.wire.transport.proxies`) on httpx's side: a transport per proxy.
 
 httpx reads the proxy environment itself only when it builds its own transport; a client
 that passes one (as gatecell's does, to enforce its limits) gets no proxies at all. So the
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import httpx
 
-from .proxies import Proxies, Proxy
+from gatecell.wire.transport.proxies import Proxies, Proxy
 
 __all__ = ["ProxiedTransport"]
 

@@ -16,11 +16,17 @@ import time
 from json import loads
 from typing import Any
 
-from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, error_message, too_large
-from .exchange import logger
-from .results import reply_reasoning, reply_text
-from .secret import Secret, redact
-from .sse import Event, EventTooLarge, SSEParser
+from gatecell.wire.transport._sse import Event, EventTooLarge, SSEParser
+from gatecell.wire.transport.errors import (
+    StreamError,
+    StreamTimeoutError,
+    StreamTooLargeError,
+    error_message,
+    too_large,
+)
+from gatecell.wire.transport.exchange import logger
+from gatecell.wire.transport.results import reply_reasoning, reply_text
+from gatecell.wire.util.secret import Secret, redact
 
 __all__ = [
     "Decoder",

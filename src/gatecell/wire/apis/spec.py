@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import InvalidRequest, echo
+from gatecell.wire.transport.errors import InvalidRequest, echo
 
 __all__ = [
     "RequestModel",

@@ -42,7 +42,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from .proxies import Proxy
+from gatecell.wire.transport.proxies import Proxy
 
 __all__ = [
     "Pool",
@@ -310,7 +310,7 @@ class Pool:
       the caller bounds it, say with a deadline for the whole answer).
     * **idle** - at most this many connections are kept.
     * **proxy** - an ``http://`` proxy (a URL or a `Proxy`) to go through, or None for direct
-      (see `gatecell.wire.proxies.proxy_for` for the one the settings name).
+      (see `gatecell.wire.transport.proxies.proxy_for` for the one the settings name).
     """
 
     def __init__(

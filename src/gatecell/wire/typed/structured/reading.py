@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import echo
-from .schema import WRAP, Schema
+from gatecell.wire.transport.errors import echo
+from gatecell.wire.typed.structured.schema import WRAP, Schema
 
 __all__ = ["parse", "parse_reply", "answer_text"]
 

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
-from .errors import ConfigError
+from gatecell.wire.transport.errors import ConfigError
 
 __all__ = ["Proxy", "Proxies", "proxy_for", "is_loopback", "check_proxies", "ENV_PROXY"]
 

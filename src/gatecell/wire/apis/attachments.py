@@ -46,8 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidRequest
-from .settings import env_number
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.settings import env_number
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -436,7 +436,7 @@ def _decoded(data: bytes) -> str | None:
 
 
 def _fenced(label: str, text: str, lang: str, chars: int | None) -> str:
-    from gatecell.wire.text import clip, fence
+    from gatecell.wire.util._text import clip, fence
 
     body = clip(text.rstrip("\n"), env_number(chars, "GATECELL_CONTEXT_CHARS", 4000))
     return f"{label}:\n{fence(body, lang)}"

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
 
-from .errors import APIError, api_error, connection_error
-from .http import (
+from gatecell.wire.transport.errors import APIError, api_error, connection_error
+from gatecell.wire.transport.http import (
     CREDENTIALS,
     BodyTooLarge,
     Request,
@@ -47,8 +47,8 @@ from .http import (
     retry_after,
     same_origin,
 )
-from .results import ResponseMeta
-from .secret import Secret, redact
+from gatecell.wire.transport.results import ResponseMeta
+from gatecell.wire.util.secret import Secret, redact
 
 __all__ = [
     "Send",

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from .errors import InvalidRequest, JobError, echo
-from .exchange import Program, Sleep
-from .results import Job
+from gatecell.wire.transport.errors import InvalidRequest, JobError, echo
+from gatecell.wire.transport.exchange import Program, Sleep
+from gatecell.wire.transport.results import Job
 
 __all__ = ["JobPaths", "KINDS", "path_segment", "submitted_id", "job_state", "wait_program"]
 

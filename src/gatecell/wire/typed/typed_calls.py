@@ -35,14 +35,22 @@ from typing import Any
 
 import typing_extensions
 
-from .dialects import Dialect, dialect
-from .errors import APIError, GatecellError, InvalidRequest, echo
-from .exchange import Program, logger
-from .results import Reply
-from .rounds import Ask, Done, Step
-from .schemas import ChatCompletion
-from .structured import Schema, Support, answer_text, instruction, merged, parse_reply, repair_message
-from .structured import request_fields as native_fields
+from gatecell.wire.apis.dialects import Dialect, dialect
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.transport.errors import APIError, GatecellError, InvalidRequest, echo
+from gatecell.wire.transport.exchange import Program, logger
+from gatecell.wire.transport.results import Reply
+from gatecell.wire.typed.rounds import Ask, Done, Step
+from gatecell.wire.typed.structured import (
+    Schema,
+    Support,
+    answer_text,
+    instruction,
+    merged,
+    parse_reply,
+    repair_message,
+)
+from gatecell.wire.typed.structured import request_fields as native_fields
 
 __all__ = ["Typed", "TypedAnswer", "typed_request", "read_answer", "with_instruction", "with_repair"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import GatecellError
-from .http import request_id_of
+from gatecell.wire.transport.errors import GatecellError
+from gatecell.wire.transport.http import request_id_of
 
 __all__ = [
     "Answer",
@@ -480,7 +480,7 @@ class ModelList:
         """The list as the gateway sent it, redacted: model ids and every other string a
         gateway chose are shown in tables, panels, hints and reprs, so a key echoed in them
         (the client's own, in any shape) is masked here, once, for all of those."""
-        from .secret import redact_data
+        from gatecell.wire.util.secret import redact_data
 
         body = redact_data(body)
         items = body.get("data") if isinstance(body, dict) else body

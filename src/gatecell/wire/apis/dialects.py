@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .apis import TEXT_APIS
-from .attachments import Attachment
-from .errors import InvalidRequest, echo
+from gatecell.wire.apis.attachments import Attachment
+from gatecell.wire.apis.names import TEXT_APIS
+from gatecell.wire.transport.errors import InvalidRequest, echo
 
 __all__ = ["Dialect", "dialect", "DIALECTS"]
 

@@ -321,7 +321,7 @@ def request_id_of(headers: Mapping[str, str]) -> str | None:
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
-            from .secret import redact
+            from gatecell.wire.util.secret import redact
 
             return redact(value)
     return None

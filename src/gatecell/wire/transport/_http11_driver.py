@@ -27,9 +27,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from .http import BodyTooLarge, Headers, Request, Response, TransportError
-from .http11 import BROKEN, Pool, ProxyError, with_body
-from .proxies import Proxies
+from gatecell.wire.transport.http import BodyTooLarge, Headers, Request, Response, TransportError
+from gatecell.wire.transport.http11 import BROKEN, Pool, ProxyError, with_body
+from gatecell.wire.transport.proxies import Proxies
 
 __all__ = ["Http11Driver"]
 
@@ -121,8 +121,8 @@ class Http11Driver:
         if self._httpx is None:
             import httpx
 
-            from .drivers import async_httpx_sender
-            from .httpx_proxies import ProxiedTransport
+            from gatecell.wire.transport._httpx_proxies import ProxiedTransport
+            from gatecell.wire.transport.drivers import async_httpx_sender
 
             assert self.proxies is not None
             client = httpx.AsyncClient(

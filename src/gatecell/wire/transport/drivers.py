@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .exchange import Close, Perform, Program, Read, Send, Wait
-from .http import Headers, Request, Response, TransportError
+from gatecell.wire.transport.exchange import Close, Perform, Program, Read, Send, Wait
+from gatecell.wire.transport.http import Headers, Request, Response, TransportError
 
 __all__ = ["run", "arun", "httpx_sender", "async_httpx_sender", "SyncSend", "AsyncSend"]
 

@@ -20,9 +20,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..errors import APIError, InvalidRequest
-from .json_schema import openapi
-from .schema import Schema
+from gatecell.wire.transport.errors import APIError, InvalidRequest
+from gatecell.wire.typed.structured.json_schema import openapi
+from gatecell.wire.typed.structured.schema import Schema
 
 __all__ = [
     "MODES",
