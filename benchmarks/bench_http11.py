@@ -1,4 +1,4 @@
-"""Client CPU per request of the lean HTTP/1.1 pool (`gatecell.wire.http11`), the batch's path.
+"""Client CPU per request of the lean HTTP/1.1 pool (`gatecell.wire.transport.http11`), the batch's path.
 
 A neutral server in another process (_neutral.py, a raw asyncio protocol) answers every
 chat completion with the same small reply from a cache. In this process a `Pool` sends
@@ -49,7 +49,7 @@ from _common import (
 
 CONCURRENCY = 64
 REPLY = b"Hello from the neutral server."
-MODULE = "src/gatecell/wire/http11.py"
+MODULE = "src/gatecell/wire/transport/http11.py"
 
 
 def _module_at(revision: str) -> ModuleType:
@@ -191,7 +191,7 @@ def main() -> None:
         per = batch(args.batch, args.reps, args.baseline)
         save("bench_http11_batch", __doc__.split("\n\n")[3], vars(args), {"per_tree": per}, [])
         return
-    from gatecell.wire import http11
+    from gatecell.wire.transport import http11
 
     makers = {"http11": sender(http11)}
     for revision in args.baseline:

@@ -9,7 +9,7 @@ its answer:
 - a check of the clock on every operator, in the thread (pypdf's ``visitor_operand_before``
   raising once the budget is spent): pypdf parses the whole content stream before it visits
   any operator, so the check comes late;
-- `gatecell.wire.pdf` (what gatecell does): a worker process killed at the budget.
+- `gatecell.wire.apis.pdf` (what gatecell does): a worker process killed at the budget.
 
     .venv/bin/python benchmarks/bench_pdf_budget.py [--budget 1]
 """
@@ -24,7 +24,7 @@ from _common import print_table, save, summary_row
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from gatecell.wire.pdf import Budget, pdf_text
+from gatecell.wire.apis.pdf import Budget, pdf_text
 
 OPERATORS = 900_000
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from _common import median, percentile, print_table, save, summary_row
 
-import gatecell.store.schema
+import gatecell.store.tables
 from gatecell.store import Store, cache_key
 
 CHAT = "/v1/chat/completions"
@@ -163,8 +163,8 @@ def bench_log(folder: Path, n: int, reps: int) -> dict[str, Any]:
 
 def fill(path: Path, rows: int, *, fts: bool) -> tuple[float, list[str]]:
     """A log of ``rows`` exchanges; returns the writer's CPU per exchange (us) and the keys."""
-    real = gatecell.store.schema.fts5_available
-    gatecell.store.schema.fts5_available = real if fts else (lambda: False)  # type: ignore[assignment]
+    real = gatecell.store.tables.fts5_available
+    gatecell.store.tables.fts5_available = real if fts else (lambda: False)  # type: ignore[assignment]
     try:
         store = Store(path)
         store.record_exchange(
@@ -184,7 +184,7 @@ def fill(path: Path, rows: int, *, fts: bool) -> tuple[float, list[str]]:
         writer_us = (time.process_time() - cpu0 - caller) / rows * 1e6
         store.close()
     finally:
-        gatecell.store.schema.fts5_available = real  # type: ignore[assignment]
+        gatecell.store.tables.fts5_available = real  # type: ignore[assignment]
     return writer_us, keys
 
 

@@ -236,26 +236,25 @@ def make_ca(folder: Path) -> CA:
     return paths
 
 
-class TLSFront:
-    """TLS on a free loopback port, relayed as plain bytes to ``target`` (host, port): an
-    https:// gateway for any loopback server. Runs in a thread of its own; counts connections."""
+class _LoopServer:
+    """A server on a free loopback port, on an event loop in a thread of its own; counts
+    connections. Subclasses say what a connection gets (``_serve``) and may wrap it in TLS."""
 
-    def __init__(self, ca: CA, target: tuple[str, int]) -> None:
-        self.target = target
+    _context: ssl.SSLContext | None = None
+
+    def __init__(self) -> None:
         self.connections = 0
-        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._context.load_cert_chain(ca.cert, ca.key)
         self._loop = asyncio.new_event_loop()
         started = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(started,), daemon=True)
         self._thread.start()
         started.wait(10)
-        self.url = f"https://127.0.0.1:{self.port}"
 
     def _run(self, started: threading.Event) -> None:
         loop = self._loop
         asyncio.set_event_loop(loop)
-        server = loop.run_until_complete(asyncio.start_server(self._relay, "127.0.0.1", 0, ssl=self._context))
+        serving = asyncio.start_server(self._accept, "127.0.0.1", 0, ssl=self._context)
+        server = loop.run_until_complete(serving)
         self.port = server.sockets[0].getsockname()[1]
         started.set()
         loop.run_forever()
@@ -266,26 +265,90 @@ class TLSFront:
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         loop.close()
 
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
+        await self._serve(reader, writer)
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            except (OSError, ssl.SSLError):
-                pass
-            finally:
-                dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
 
     def stop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, target: tuple[str, int]) -> bool:
+    """Relay bytes both ways between a client and ``target`` until both sides close; False
+    (and the client's connection closed) when ``target`` cannot be reached."""
+    try:
+        up_reader, up_writer = await asyncio.open_connection(*target)
+    except OSError:
+        writer.close()
+        return False
+
+    async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            dst.close()
+
+    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+    return True
+
+
+class TLSFront(_LoopServer):
+    """TLS on a free loopback port, relayed as plain bytes to ``target`` (host, port): an
+    https:// gateway for any loopback server, or, in front of squid, an https:// proxy."""
+
+    def __init__(self, ca: CA, target: tuple[str, int]) -> None:
+        self.target = target
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._context.load_cert_chain(ca.cert, ca.key)
+        super().__init__()
+        self.url = f"https://127.0.0.1:{self.port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _relay(reader, writer, self.target)
+
+
+class Socks5(_LoopServer):
+    """A SOCKS5 proxy (RFC 1928) on a free loopback port: no authentication, CONNECT only,
+    to an IPv4, IPv6 or domain address (``socks5h://`` hands the proxy the name). Keeps the
+    address of every CONNECT in ``targets`` as (address type: 1, 3 or 4; host; port)."""
+
+    def __init__(self) -> None:
+        self.targets: list[tuple[int, str, int]] = []
+        super().__init__()
+        self.url = f"socks5://127.0.0.1:{self.port}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            version, count = await reader.readexactly(2)
+            methods = await reader.readexactly(count)
+            if version != 5 or 0 not in methods:
+                writer.write(b"\x05\xff")  # no acceptable method
+                writer.close()
+                return
+            writer.write(b"\x05\x00")
+            _, command, _, kind = await reader.readexactly(4)
+            if kind == 1:
+                host = socket.inet_ntop(socket.AF_INET, await reader.readexactly(4))
+            elif kind == 4:
+                host = socket.inet_ntop(socket.AF_INET6, await reader.readexactly(16))
+            else:
+                host = (await reader.readexactly((await reader.readexactly(1))[0])).decode()
+            port = int.from_bytes(await reader.readexactly(2), "big")
+        except (OSError, asyncio.IncompleteReadError):
+            writer.close()
+            return
+        self.targets.append((kind, host, port))
+        if command != 1:
+            writer.write(b"\x05\x07\x00\x01" + bytes(6))  # command not supported
+            writer.close()
+            return
+        writer.write(b"\x05\x00\x00\x01" + bytes(6))  # succeeded (the bound address is not used)
+        await _relay(reader, writer, (host, port))

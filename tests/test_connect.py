@@ -116,7 +116,7 @@ def test_the_wire_loads_nothing_above_it_and_the_client_no_local_gateway_until_n
         """
         import sys
         above = ("gatecell.local", "gatecell.connect", "gatecell.store", "gatecell.batch", "gatecell.journal")
-        import gatecell.wire.endpoints, gatecell.wire.drivers
+        import gatecell.wire.endpoints, gatecell.wire.transport.drivers
         print(sorted(m for m in sys.modules if m.startswith(above)))
         import gatecell.gateway
         print(sorted(m for m in sys.modules if m.startswith(("gatecell.local", "gatecell.store"))))

@@ -6,6 +6,7 @@ gateway load on first use, so ``import gatecell`` and ``%load_ext gatecell`` sta
 
 from __future__ import annotations
 
+from gatecell._lazy import exports
 from gatecell._version import __version__
 
 TYPE_CHECKING = False  # typing itself costs a third of this module's import time
@@ -13,19 +14,39 @@ TYPE_CHECKING = False  # typing itself costs a third of this module's import tim
 _LAZY = {
     "Gateway": "gatecell.gateway",
     "AsyncGateway": "gatecell.gateway",
-    "Secret": "gatecell.wire.secret",
+    "Secret": "gatecell.wire.util.secret",
     "dashboard": "gatecell.notebook.widgets.dashboard",
-    "GatecellError": "gatecell.wire.errors",
-    "ConfigError": "gatecell.wire.errors",
-    "InvalidRequest": "gatecell.wire.errors",
-    "APIError": "gatecell.wire.errors",
-    "APIConnectionError": "gatecell.wire.errors",
-    "APITimeoutError": "gatecell.wire.errors",
-    "RateLimitError": "gatecell.wire.errors",
-    "StreamError": "gatecell.wire.errors",
-    "StreamTimeoutError": "gatecell.wire.errors",
-    "JobError": "gatecell.wire.errors",
+    "GatecellError": "gatecell.wire.transport.errors",
+    "ConfigError": "gatecell.wire.transport.errors",
+    "InvalidRequest": "gatecell.wire.transport.errors",
+    "APIError": "gatecell.wire.transport.errors",
+    "APIConnectionError": "gatecell.wire.transport.errors",
+    "APITimeoutError": "gatecell.wire.transport.errors",
+    "RateLimitError": "gatecell.wire.transport.errors",
+    "StreamError": "gatecell.wire.transport.errors",
+    "StreamTimeoutError": "gatecell.wire.transport.errors",
+    "JobError": "gatecell.wire.transport.errors",
     "logs": "gatecell.store",
+    # what the clients hand back, for annotations and isinstance
+    "Answer": "gatecell.wire.transport.results",
+    "ChatCompletion": "gatecell.wire.apis.spec",
+    "Reply": "gatecell.wire.transport.results",
+    "ResponseMeta": "gatecell.wire.transport.results",
+    "ImageResult": "gatecell.wire.transport.results",
+    "Audio": "gatecell.wire.transport.results",
+    "Media": "gatecell.wire.transport.results",
+    "ModelList": "gatecell.wire.transport.results",
+    "Job": "gatecell.wire.transport.results",
+    "ChatStream": "gatecell.wire.apis.streams",
+    "TextStream": "gatecell.wire.apis.streams",
+    "AsyncChatStream": "gatecell.wire.apis.streams",
+    "AsyncTextStream": "gatecell.wire.apis.streams",
+    "Proxy": "gatecell.wire.transport.proxies",
+    # map: its result and options
+    "Batch": "gatecell.batch",
+    "BatchError": "gatecell.batch",
+    "Row": "gatecell.batch",
+    "MapOptions": "gatecell.batch",
 }
 
 __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
@@ -33,10 +54,13 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__vers
 if TYPE_CHECKING:
     from typing import Any
 
+    from gatecell.batch import Batch, BatchError, MapOptions, Row
     from gatecell.gateway import AsyncGateway, Gateway
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
-    from gatecell.wire.errors import (
+    from gatecell.wire.apis.spec import ChatCompletion
+    from gatecell.wire.apis.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
+    from gatecell.wire.transport.errors import (
         APIConnectionError,
         APIError,
         APITimeoutError,
@@ -48,18 +72,21 @@ if TYPE_CHECKING:
         StreamError,
         StreamTimeoutError,
     )
-    from gatecell.wire.secret import Secret
+    from gatecell.wire.transport.proxies import Proxy
+    from gatecell.wire.transport.results import (
+        Answer,
+        Audio,
+        ImageResult,
+        Job,
+        Media,
+        ModelList,
+        Reply,
+        ResponseMeta,
+    )
+    from gatecell.wire.util.secret import Secret
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gatecell' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,6 +1,6 @@
 """Which gateway a client talks to: one policy for `Gateway()`, the magics, the CLI and `gatecell lab`.
 
-Explicit settings win; then ``GATECELL_*`` / ``OPENAI_*`` (see `gatecell.wire.settings`); with
+Explicit settings win; then ``GATECELL_*`` / ``OPENAI_*`` (see `gatecell.wire.transport.settings`); with
 no address anywhere, the local gateway: the one ``gatecell lab`` handed down to its kernels
 (`ENV_LOCAL_URL`), else the embedded one, started in this process on a client's first
 request. Choosing the local gateway says so once per process (`NOTICE`), so a fresh machine
@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gatecell.wire.settings import Settings, resolve, root_url
+from gatecell.wire.transport.settings import Settings, resolve, root_url
 
 if TYPE_CHECKING:
-    from gatecell.wire.errors import APIError
-    from gatecell.wire.results import ModelList
-    from gatecell.wire.secret import Secret
+    from gatecell.wire.transport.errors import APIError
+    from gatecell.wire.transport.results import ModelList
+    from gatecell.wire.util.secret import Secret
 
 __all__ = ["Target", "choose", "is_local", "local_url", "explain_unserved", "ENV_LOCAL_URL", "NOTICE"]
 

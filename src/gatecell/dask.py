@@ -17,7 +17,7 @@ every repr, so Dask's dashboard, task and graph reprs and logs never print it. A
 is refused here: it cannot be pickled, on purpose, so that no key reaches a disk by accident.
 
 **Schemas** travel as the caller gave them (a model class by reference, a JSON Schema dict
-as data) and each worker makes its own `gatecell.wire.structured.Schema`: one made from a
+as data) and each worker makes its own `gatecell.wire.typed.structured.Schema`: one made from a
 JSON Schema dict holds classes made on the fly, which ``pickle`` cannot carry (and which
 would travel whole, validators and all, with every task).
 
@@ -36,9 +36,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gatecell.wire.errors import ConfigError, InvalidRequest
-from gatecell.wire.secret import Secret
-from gatecell.wire.settings import ENV_BASE_URL, root_url
+from gatecell.wire.transport.errors import ConfigError, InvalidRequest
+from gatecell.wire.transport.settings import ENV_BASE_URL, root_url
+from gatecell.wire.util.secret import Secret
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

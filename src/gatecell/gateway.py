@@ -18,19 +18,10 @@ import httpx
 
 from gatecell import connect
 from gatecell.journal import LOCAL, Journal
-from gatecell.wire.calls import Options
-from gatecell.wire.drivers import AsyncSend, SyncSend, arun, async_httpx_sender, httpx_sender, run
-from gatecell.wire.endpoints import Endpoints
-from gatecell.wire.exchange import Program
-from gatecell.wire.httpx_proxies import ProxiedTransport
-from gatecell.wire.jobs import JobPaths
-from gatecell.wire.proxies import Proxies, Proxy
-from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
-from gatecell.wire.routing import PatternLike
-from gatecell.wire.schemas import ChatCompletion
-from gatecell.wire.secret import Secret
-from gatecell.wire.settings import Settings, env_choice, env_flag, resolve, root_url
-from gatecell.wire.streams import (
+from gatecell.wire.apis.jobs import JobPaths
+from gatecell.wire.apis.routing import PatternLike
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.apis.streams import (
     AsyncChatStream,
     AsyncClosing,
     AsyncTextStream,
@@ -38,7 +29,16 @@ from gatecell.wire.streams import (
     Closing,
     TextStream,
 )
-from gatecell.wire.structured import MODES, Support
+from gatecell.wire.calls import Options
+from gatecell.wire.endpoints import Endpoints
+from gatecell.wire.transport._httpx_proxies import ProxiedTransport
+from gatecell.wire.transport.drivers import AsyncSend, SyncSend, arun, async_httpx_sender, httpx_sender, run
+from gatecell.wire.transport.exchange import Program
+from gatecell.wire.transport.proxies import Proxies, Proxy, check_proxies
+from gatecell.wire.transport.results import Audio, ImageResult, Job, ModelList, Reply
+from gatecell.wire.transport.settings import Settings, env_choice, env_flag, resolve, root_url
+from gatecell.wire.typed.structured import MODES, Support
+from gatecell.wire.util.secret import Secret
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -53,28 +53,8 @@ C = TypeVar("C", bound="_Client")
 
 class _Client:
     """What both clients add to the wire's endpoints: settings from the environment, the
-    journal, the local gateway on first use, an httpx client.
-
-    **Parameters:** ``base_url`` (``{base_url}`` or ``{base_url}/v1``; a query such as
-    ``?api-version=...`` goes on every request) and ``api_key``, else their environment
-    variables, else the local gateway; ``timeout``, ``connect_timeout``,
-    ``request_timeout``, ``stream_idle_timeout``, ``max_retries``, ``max_response_bytes``,
-    ``stream_usage``, ``job_paths``, ``backoff``, ``retry_after_cap``, ``job_interval`` (see
-    `gatecell.wire.calls.Options`);
-    ``reasoning_patterns``: model names that go to /v1/responses (see
-    `gatecell.wire.routing`); ``structured``: how typed answers are asked for, ``"auto"``
-    (natively where the gateway's metadata says the model takes it, else by instruction),
-    ``"native"`` or ``"instruction"``, else ``GATECELL_STRUCTURED`` (see
-    `gatecell.wire.typed_calls`); ``log``, ``cache``, ``log_media``: the store's switches for
-    this client (each can be changed later as an attribute); ``proxy``: a proxy for every
-    request (``http://user:pass@host:3128``), else ``GATECELL_PROXY``, else the environment's
-    ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` unless ``trust_env`` is
-    False (see `gatecell.wire.proxies`; the local gateway is always reached directly);
-    ``http_client``: an ``httpx.Client`` (``httpx.AsyncClient`` for `AsyncGateway`) of your
-    own, for certificates or transports gatecell does not set up: it is used as it is (its
-    proxies are its own), gatecell's redirect rules, caps and timeouts still apply to every
-    request, and it is yours to close.
-    """
+    journal, the local gateway on first use, an httpx client. Its parameters are
+    `Gateway`'s."""
 
     api_key: Secret | None
     usage_known: bool
@@ -140,6 +120,7 @@ class _Client:
             support=support,
         )
         self.proxies = Proxies(proxy, trust_env=trust_env)  # a malformed proxy fails here
+        check_proxies(self.proxies)  # and one neither driver can speak
         local = True  # with nothing configured, the local gateway
         if settings.base_url:
             local = connect.is_local(settings.base_url)
@@ -190,7 +171,51 @@ class Gateway(
     Endpoints[ChatCompletion, ChatStream, Reply, TextStream, ImageResult, Audio, ModelList, Job],
     Closing,
 ):
-    """Synchronous client. ``with Gateway() as gw: gw.chat(...)``. Parameters: see `_Client`."""
+    """The synchronous client: ``with Gateway() as gw: gw.chat(...)``.
+
+    Every method of SPEC section 4 (chat, messages, generate_content, responses, converse,
+    image, speech, models, imagine, video, music, job, wait) and `map`, each exchange logged
+    (and answered from the log with ``cache``). Making one does no I/O.
+
+    **Parameters:**
+
+    * **base_url** - the gateway's address (``{base_url}`` or ``{base_url}/v1``; a query such
+      as ``?api-version=...`` goes on every request), else ``GATECELL_BASE_URL``, else the
+      local gateway, started on the first request.
+    * **api_key** - its key (a str or a `Secret`), else ``GATECELL_API_KEY``.
+    * **timeout** - seconds for each read or write (``GATECELL_TIMEOUT``, 60).
+    * **connect_timeout** - seconds to open a connection (``GATECELL_CONNECT_TIMEOUT``, 5).
+    * **request_timeout** - seconds for the whole of a non-streaming request, each attempt
+      (``GATECELL_REQUEST_TIMEOUT``, 600).
+    * **stream_idle_timeout** - the longest silence of a stream between events
+      (``GATECELL_STREAM_IDLE_TIMEOUT``, 60).
+    * **max_retries** - retries of 408, 409, 429, 5xx and connection errors
+      (``GATECELL_MAX_RETRIES``, 2); **backoff** - the first backoff in seconds (0.5), doubled
+      each time; **retry_after_cap** - the longest wait a gateway's Retry-After gets (60).
+    * **max_response_bytes** - one cap for every body (``GATECELL_MAX_RESPONSE_BYTES``; else
+      64 MiB for JSON and streams, 512 MiB for media).
+    * **stream_usage** - chat streams ask for their usage (``stream_options``); None: where the
+      gateway is known to take it (``GATECELL_STREAM_USAGE``).
+    * **reasoning_patterns** - model names (or patterns) that go to /v1/responses
+      (see `gatecell.wire.apis.routing`).
+    * **job_paths**, **job_interval** - where jobs are polled, and how often (seconds, 2).
+    * **log**, **cache**, **log_media** - log every exchange (``GATECELL_LOG``, on), answer
+      from the log (``GATECELL_CACHE``, off), keep media bytes in it (``GATECELL_LOG_MEDIA``,
+      off); each can be changed later as an attribute.
+    * **proxy** - a proxy for every request (``http://user:pass@host:3128``, ``https://``,
+      ``socks5://``, ``socks5h://``: SOCKS needs ``gatecell[socks]``), else ``GATECELL_PROXY``,
+      else ``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY`` and ``NO_PROXY`` (see
+      `gatecell.wire.transport.proxies`; the local gateway is always reached directly). A proxy URL no
+      driver can speak is a `ConfigError` here, in one line.
+    * **trust_env** - read those proxy variables (True).
+    * **http_client** - an ``httpx.Client`` of your own (``httpx.AsyncClient`` for
+      `AsyncGateway`), for certificates or transports gatecell does not set up: used as it is
+      (its proxies are its own; `map` still uses gatecell's lean driver), gatecell's redirect
+      rules, caps and timeouts still apply to every request, and it is yours to close.
+    * **structured** - how typed answers (``schema=``, ``choices=``) are asked for: ``"auto"``
+      (natively where the gateway's metadata says the model takes it, else by instruction),
+      ``"native"`` or ``"instruction"`` (``GATECELL_STRUCTURED``; see `gatecell.wire.typed.typed_calls`).
+    """
 
     _chat_stream = ChatStream
     _text_stream = TextStream
@@ -235,11 +260,10 @@ class Gateway(
         map's own thread; keep it quick), and the Batch then keeps no replies, only each
         row's outcome (error, usage, provenance). See `gatecell.batch`.
         """
-        from gatecell.batch import run as run_map
+        from gatecell.batch import run_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
-        gateway, routes = self.journal.gateway, self._routes
-        return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
+        return run_map(self, self._routes, template, data, progress=progress, on_row=on_row, **options)
 
     def close(self) -> None:
         if self._owns_http:
@@ -260,7 +284,8 @@ class AsyncGateway(
     ],
     AsyncClosing,
 ):
-    """Asynchronous client: the same methods, awaited; streams are used with ``async for``."""
+    """The asynchronous client: `Gateway`'s methods and parameters, awaited; streams are used
+    with ``async for``, and `map` runs on the caller's event loop."""
 
     _chat_stream = AsyncChatStream
     _text_stream = AsyncTextStream
@@ -290,12 +315,11 @@ class AsyncGateway(
         **options: Unpack[MapOptions],
     ) -> Batch:
         """`Gateway.map`, on the running event loop (``on_row`` is called on it)."""
-        from gatecell.batch import arun as arun_map
+        from gatecell.batch import arun_map
 
         self.base_url  # noqa: B018  (where: decided before the rows are)
         return await arun_map(
             self,
-            self.journal.gateway,
             self._routes,
             template,
             data,

@@ -29,7 +29,7 @@ key change at every start, and its jobs (kept on disk, owned through a stable ke
 answers it gave stay valid across restarts. The key itself is never written: it is handed
 to the store as a secret to mask.
 
-**The cache** answers the text APIs only (`apis.CACHEABLE`): a request identical to a
+**The cache** answers the text APIs only (`apis.TEXT_APIS`): a request identical to a
 logged one gets the logged reply, parsed by the very code that parses a gateway's answer,
 so a cached reply has the types of a fresh one (a `ChatCompletion`, a `Reply`, a stream
 with one fragment). A reply logged from a stream kept no body; it is rebuilt in the
@@ -47,21 +47,23 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gatecell.wire.apis import CACHEABLE, api_of
-from gatecell.wire.calls import Hooks, Outcome
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.exchange import Call
-from gatecell.wire.http import Headers, Request, Response
-from gatecell.wire.results import Audio, ImageResult, Job, Reply, ResponseMeta
-from gatecell.wire.schemas import ChatCompletion
-from gatecell.wire.secret import Secret
-from gatecell.wire.streams import Stream
+from gatecell.wire.apis.dialects import dialect
+from gatecell.wire.apis.names import TEXT_APIS, api_of
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.apis.streams import Stream
+from gatecell.wire.calls import EMPTY_REPLY, Hooks, Outcome
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.exchange import Call
+from gatecell.wire.transport.http import Headers, Request, Response
+from gatecell.wire.transport.results import Audio, ImageResult, Job, Reply, ResponseMeta
+from gatecell.wire.util.secret import Secret
 
 if TYPE_CHECKING:
     from gatecell import store
 
 __all__ = [
     "Journal",
+    "BatchJournal",
     "Commit",
     "COMMIT_WAIT",
     "MODEL_INFO_MAX_AGE",
@@ -144,6 +146,9 @@ class _Note:
 class Journal(Hooks):
     """One client's log and cache, as its `Hooks`.
 
+    Every exchange it logs is waited for by its call, so the store's writer is not woken
+    for it: a sync call commits it on its own thread when the writer is idle (`Store.wait`).
+
     **Parameters:** ``gateway``: the log's name for the client's gateway (`LOCAL`, or its
     root address); ``key``: the client's key, a function since the client may change it (it
     is masked in everything written); ``log``, ``cache``, ``log_media``: functions telling
@@ -166,6 +171,8 @@ class Journal(Hooks):
         self._log_media = log_media
         self._store: store.Store | None = None
 
+    _wake = False  # (see the class) a batch's journal wakes the writer: its rows from the log go unwaited
+
     @property
     def store(self) -> store.Store:
         """The store, opened on first use (it loads SQLite)."""
@@ -180,7 +187,7 @@ class Journal(Hooks):
     def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
         context, at = _current.get(), time.time()
         asked = self._cache() if context.cache is None else context.cache
-        if not (asked and call.method == "POST" and api_of(call.path) in CACHEABLE):
+        if not (asked and call.method == "POST" and api_of(call.path) in TEXT_APIS):
             return _Note(context, at, None), None
         from gatecell.store import cache_key
 
@@ -234,6 +241,7 @@ class Journal(Hooks):
         if not self._log():
             return None
         call, result, meta, error = outcome.call, outcome.result, outcome.meta, outcome.error
+        failure = str(error) if error is not None else self._failure(result)
         note: _Note = outcome.note or _Note(_EMPTY, time.time(), None)
         context = note.context
         secrets = (self._key(),)
@@ -269,7 +277,8 @@ class Journal(Hooks):
         if meta is not None and not meta.cached:  # a reply from the log cost nothing
             cost, cost_source = self.store.cost_of(meta.cost, self.gateway, call.model, usage)
             meta.priced(cost, cost_source)  # the footer shows it
-        typed = call.schema is not None and isinstance(result, (ChatCompletion, Reply))
+        schema = outcome.schema
+        typed = schema is not None and isinstance(result, (ChatCompletion, Reply))
         logged = self.store.record_exchange(
             call.path,
             call.model,
@@ -280,7 +289,7 @@ class Journal(Hooks):
             usage=usage,
             latency=latency,
             status=meta.status if meta is not None else getattr(error, "status", None),
-            error=str(error) if error is not None else None,
+            error=failure,
             request_id=meta.request_id if meta is not None else getattr(error, "request_id", None),
             conversation=context.conversation,
             notebook=notebook_of(context),
@@ -293,13 +302,21 @@ class Journal(Hooks):
             log_media=self._log_media(),
             secrets=secrets,
             at=note.at,
-            schema=call.schema,
-            parsed_json=call.schema.logged(result.parsed) if typed else None,
+            schema=schema,
+            parsed_json=schema.logged(result.parsed) if typed else None,
             cost=cost,
             cost_source=cost_source,
+            wake=self._wake,
         )
         ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
         return None if ticket is None else Commit(self.store, ticket)
+
+    def _failure(self, result: Any) -> str | None:
+        """The error an answer is logged with though its call succeeded (none here)."""
+        return None
+
+    def for_batch(self, cache: bool) -> BatchJournal:
+        return BatchJournal(self, cache)
 
     def _job(
         self, call: Call, job: Job, context: CallContext, secrets: tuple[Any, ...], at: float | None
@@ -320,6 +337,64 @@ class Journal(Hooks):
             secrets=secrets,
             at=at,
         )
+
+
+class BatchJournal(Journal):
+    """A map's journal: the client's log (same gateway, key and switches) as a batch's rows
+    use it, so that a row is logged, cached and waited for as an interactive call is.
+
+    What differs is what a batch of many rows cannot afford or must not keep:
+
+    - **lookups never wait** for this process's pending writes (rows are looked up while
+      others are logged), and the keys the log can answer are read once (`Store.answer_keys`):
+      most rows of a batch are not in the log, and a set says so without a query; with none
+      at all, no cache key is made here (the writer makes it);
+    - **an empty answer is no answer**: one without text (and without a typed value) is
+      logged as an error (`EMPTY_REPLY`), which the log never answers with, and an empty one
+      the log holds from elsewhere is not taken;
+    - **answers from the log are not waited for** (nothing new was shown): `settled` is the
+      commit of everything, which the batch waits for at its end.
+
+    **Parameters:** ``journal``: the client's; ``cache``: answer rows from the log.
+    """
+
+    _wake = True
+
+    def __init__(self, journal: Journal, cache: bool) -> None:
+        super().__init__(journal.gateway, journal._key, journal._log, lambda: cache, journal._log_media)
+        self._store = journal.store
+        self._known = self.store.answer_keys() if cache else None
+        self._last: int | None = None
+
+    def started(self, call: Call) -> tuple[_Note, tuple[Response, ResponseMeta] | None]:
+        at = time.time()
+        known = self._known
+        if known == set() or not (self._cache() and call.method == "POST" and api_of(call.path) in TEXT_APIS):
+            return _Note(_EMPTY, at, None), None
+        from gatecell.store import cache_key
+
+        key = cache_key(call.path, call.model, call.body, self.gateway)
+        answer = self.store.lookup(key, settle=False) if known is None or key in known else None
+        if answer is None or not (answer.text or "").strip():  # an empty answer is none
+            return _Note(_EMPTY, at, key), None
+        return _Note(_EMPTY, at, key), _replayed(call, answer)
+
+    def _failure(self, result: Any) -> str | None:
+        empty = isinstance(result, (ChatCompletion, Reply)) and not (result.text or "").strip()
+        return EMPTY_REPLY if empty and result.parsed is None else None
+
+    def ended(self, outcome: Outcome) -> Commit | None:
+        commit = super().ended(outcome)
+        if commit is None:
+            return None
+        self._last = commit.ticket
+        return None if outcome.meta is not None and outcome.meta.cached else commit
+
+    def for_batch(self, cache: bool) -> BatchJournal:
+        return BatchJournal(self, cache)
+
+    def settled(self) -> Commit | None:
+        return None if self._last is None else Commit(self.store, self._last)
 
 
 def _prompt(body: bytes | None) -> str | None:
@@ -343,48 +418,12 @@ def _replayed(call: Call, answer: store.CachedReply) -> tuple[Response, Response
 
 
 def _rebuilt(call: Call, answer: store.CachedReply) -> dict[str, Any]:
-    """A reply of the endpoint's own shape (WIRE-NOTES) from a streamed reply's text,
+    """A reply of the endpoint's own shape (its `Dialect`'s) from a streamed reply's text,
     reasoning and usage, for the parser of that endpoint."""
-    text, reasoning, usage = answer.text or "", answer.reasoning, answer.usage
-    model, rid = answer.model or call.model or "", answer.request_id or ""
-    api = api_of(call.path)
-    if api == "messages":
-        blocks = [{"type": "thinking", "thinking": reasoning}] if reasoning else []
-        content = [*blocks, {"type": "text", "text": text}]
-        return {
-            "id": rid,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "usage": usage,
-        }
-    if api == "generate-content":
-        parts = [{"text": reasoning, "thought": True}] if reasoning else []
-        candidate = {"content": {"role": "model", "parts": [*parts, {"text": text}]}, "index": 0}
-        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model}
-    if api == "responses":
-        summary = [{"type": "summary_text", "text": reasoning}] if reasoning else []
-        output = [{"type": "reasoning", "summary": summary}] if reasoning else []
-        output.append(
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
-        )
-        return {
-            "id": rid,
-            "object": "response",
-            "status": "completed",
-            "model": model,
-            "output": output,
-            "usage": usage,
-        }
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if reasoning:
-        message["reasoning_content"] = reasoning
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": None}],
-        "usage": usage,
-    }
+    return dialect(api_of(call.path) or "chat").answer(
+        answer.text or "",
+        answer.reasoning,
+        answer.usage,
+        answer.model or call.model or "",
+        answer.request_id or "",
+    )

@@ -13,7 +13,7 @@ distributed = pytest.importorskip("distributed")
 
 import gatecell.dask as gdask  # noqa: E402
 from gatecell import Gateway  # noqa: E402
-from gatecell.wire.errors import ConfigError, InvalidRequest  # noqa: E402
+from gatecell.wire.transport.errors import ConfigError, InvalidRequest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from gatecell.batch.result import Batch, Row
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.structured import Schema, parse
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.typed.structured import Schema, parse
 
 
 class Size(enum.Enum):
@@ -237,7 +237,7 @@ def test_an_interrupted_batch_has_missing_rows_in_the_frame():
 
 def test_importing_the_typed_parts_does_not_import_pandas():
     code = (
-        "import sys, gatecell.batch.result, gatecell.batch.frame, gatecell.wire.structured; "
+        "import sys, gatecell.batch.result, gatecell.batch.frame, gatecell.wire.typed.structured; "
         "print('pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

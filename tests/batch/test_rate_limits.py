@@ -15,8 +15,8 @@ from gatecell.batch import engine as engine_module
 from gatecell.batch.engine import Engine
 from gatecell.batch.options import resolve
 from gatecell.batch.pacing import MIN_PAUSE, Pacing, pause_for
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.exchange import RetryPolicy
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.exchange import RetryPolicy
 
 
 def _date(seconds: float) -> str:
@@ -77,7 +77,7 @@ def test_overlapping_pauses_count_once_against_the_patience():
 def _run(gw, data, **options):
     """The engine over ``data``, as ``gw.map`` runs it (without the log); the engine, to read
     its pacing, and the batch."""
-    engine = Engine(gw, "test", "row {item}", data, resolve({"concurrency": 1, **options}))
+    engine = Engine(gw, "row {item}", data, resolve({"concurrency": 1, **options}))
     return engine, asyncio.run(engine.run())
 
 

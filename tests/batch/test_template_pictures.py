@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from gatecell.batch.rows import RowError, Template
-from gatecell.wire.attachments import Attachment
-from gatecell.wire.conversation import for_api
+from gatecell.wire.apis.attachments import Attachment
+from gatecell.wire.apis.conversation import for_api
 
 
 def test_a_picture_field_becomes_a_picture(tmp_path):

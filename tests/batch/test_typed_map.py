@@ -16,7 +16,7 @@ from rowserver import KEY
 from typed_models import Review
 
 from gatecell import AsyncGateway
-from gatecell.wire.structured import JSON_MARKER
+from gatecell.wire.typed.structured import JSON_MARKER
 
 LABELS = ["positive", "negative", "neutral"]
 
@@ -208,7 +208,7 @@ def test_the_async_map_is_typed_too(row_server):
     ],
 )
 def test_bad_typed_options_are_refused_before_any_row(row_server, gateway, options, words):
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.transport.errors import InvalidRequest
 
     server = row_server()
     with pytest.raises(InvalidRequest, match=re.escape(words)):

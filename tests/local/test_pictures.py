@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 from PIL import Image
 
 from gatecell.gateway import Gateway
-from gatecell.wire.attachments import attachment_of
+from gatecell.wire.apis.attachments import attachment_of
 
 
 def _chart() -> bytes:

@@ -18,8 +18,8 @@ from typed_models import Person, Review
 
 from gatecell.gateway import Gateway
 from gatecell.local.backends import Refused, chatbot, typed
-from gatecell.wire.errors import BadRequestError
-from gatecell.wire.structured import Schema, instruction, parse, parse_reply, request_fields
+from gatecell.wire.transport.errors import BadRequestError
+from gatecell.wire.typed.structured import Schema, instruction, parse, parse_reply, request_fields
 
 
 class Mood(enum.Enum):

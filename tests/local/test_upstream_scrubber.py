@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gatecell.local.upstream import Upstream
-from gatecell.wire.secret import Secret
+from gatecell.wire.util.secret import Secret
 
 KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 SHAPED = "sk-upstream-Secr3tKey-0123456789abcdef"

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from gatecell.wire.secret import redact
-from gatecell.wire.text import fence
+from gatecell.wire.util._text import fence
+from gatecell.wire.util.secret import redact
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gatecell.notebook.markdown import NOT_MATH, escape, stylesheet, to_html
-from gatecell.wire.text import fence
+from gatecell.wire.util._text import fence
 
 OPEN = f'<div class="gatecell-md {NOT_MATH}">'
 

@@ -19,7 +19,7 @@ from probes import pointed_at
 
 from gatecell.gateway import Gateway
 from gatecell.store import default_store
-from gatecell.wire.errors import APIError
+from gatecell.wire.transport.errors import APIError
 
 AZURE = "3f2a9c4b7d1e4f60a8b5c2d9e7f1a3b4"  # 32 hex digits: nothing in its shape says "key"
 GOOGLE = "AIzaSyD3xK" + "q7Wm2Lp9Rv4Tb8Nc1Zj6Hs0" + "Ye5Ua"  # another service's key

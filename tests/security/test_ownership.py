@@ -15,7 +15,7 @@ import pytest
 from probes import bearer
 
 from gatecell.gateway import Gateway
-from gatecell.wire.errors import NotFoundError
+from gatecell.wire.transport.errors import NotFoundError
 
 A, B = "sk-alice-" + "a" * 24, "sk-bob-" + "b" * 26
 

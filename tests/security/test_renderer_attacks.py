@@ -16,7 +16,7 @@ from inert import assert_inert, problems
 
 from gatecell.notebook.display import DOWNLOAD, SHOWN, media_bundle, media_type, safe_name
 from gatecell.notebook.markdown import escape, to_html
-from gatecell.wire.text import fence
+from gatecell.wire.util._text import fence
 
 VECTORS = [
     '<img src=x onerror="alert(1)">',

@@ -28,7 +28,7 @@ from wire_log import (
 )
 
 from gatecell.gateway import Gateway
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.transport.errors import InvalidRequest
 
 URL = "https://pictures.example/cat.png"
 SECRET_LINE = "db-password-in-a-file-0123"

@@ -23,9 +23,9 @@ from pypdf import PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from gatecell import Gateway
-from gatecell.wire.attachments import load
-from gatecell.wire.errors import APITimeoutError, BadRequestError, InvalidRequest
-from gatecell.wire.pdf import WORKERS, PdfText, pdf_text
+from gatecell.wire.apis.attachments import load
+from gatecell.wire.apis.pdf import WORKERS, PdfText, pdf_text
+from gatecell.wire.transport.errors import APITimeoutError, BadRequestError, InvalidRequest
 
 OPERATORS = 900_000  # in one page: under pypdf's token budget, and tens of seconds of its time
 UNREADABLE = "pypdf cannot read it (NotImplementedError: Unsupported filter /NoSuchDecode)"
@@ -143,7 +143,7 @@ def _workers() -> list[int]:
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if b"gatecell.wire.pdf" in command and parent == os.getpid():
+        if b"gatecell.wire.apis.pdf" in command and parent == os.getpid():
             found.append(int(entry.name))
     return found
 

@@ -30,8 +30,8 @@ from wire_log import (
 
 from gatecell.gateway import Gateway
 from gatecell.notebook.display import attachment_html
-from gatecell.wire.attachments import from_data, of_bytes
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.apis.attachments import from_data, of_bytes
+from gatecell.wire.transport.errors import InvalidRequest
 
 SRC = Path(os.environ.get("GATECELL_TEST_SRC") or Path(__file__).resolve().parents[2] / "src")
 OVER = "over the 2,000,000 a picture may have (GATECELL_IMAGE_MAX_PIXELS)"
@@ -46,8 +46,8 @@ def test_a_huge_png_is_refused_before_it_is_decoded(tmp_path):
     assert (tmp_path / "huge.png").stat().st_size < 2**20  # a small file...
     probe = (
         "import json, re\n"
-        "from gatecell.wire.attachments import load\n"
-        "from gatecell.wire.errors import InvalidRequest\n"
+        "from gatecell.wire.apis.attachments import load\n"
+        "from gatecell.wire.transport.errors import InvalidRequest\n"
         "try:\n    load('huge.png'); said = None\n"
         "except InvalidRequest as exc:\n    said = str(exc)\n"
         "peak = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"

@@ -12,7 +12,7 @@ import pytest
 
 from gatecell import Gateway
 from gatecell.store import Store, settings
-from gatecell.wire.errors import APIConnectionError
+from gatecell.wire.transport.errors import APIConnectionError
 
 REASON = "Proxy Authentication Required " + "x" * 60_108  # 60,138 characters, as the probe's
 HI = [{"role": "user", "content": "hi"}]

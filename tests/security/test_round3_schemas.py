@@ -17,9 +17,9 @@ import pytest
 from hostile_gateway import KEY
 
 from gatecell import Gateway
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.structured import Schema
-from gatecell.wire.structured.json_schema import openapi, tightened
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.typed.structured import Schema
+from gatecell.wire.typed.structured.json_schema import openapi, tightened
 
 LEVELS = 16  # 65,536 leaves inlined: past the cap, and seconds (not hours) for the code before it
 FANNED = "its $refs fan out: inlined, it passes 10,000 nodes (GATECELL_SCHEMA_MAX_NODES)"

@@ -18,8 +18,8 @@ import pytest
 from probes import cpu_per_call, growth
 
 from gatecell.local.backends import chatbot, prompt_flags, typed
-from gatecell.wire.secret import Secret, protect_logs, redact
-from gatecell.wire.structured import Schema, instruction, parse
+from gatecell.wire.typed.structured import Schema, instruction, parse
+from gatecell.wire.util.secret import Secret, protect_logs, redact
 
 FAMILIES = {
     "dots": lambda n: "." * n,
@@ -126,7 +126,7 @@ def test_prompt_flags_cost_linear_time():
     assert growth(prompt_flags.parse, lambda n: "--a " * (n // 4) + "--b" + " " * n + "--c x") < 24
 
 
-# Issue 20: the one redaction (`gatecell.wire.secret.redact`) runs on every text a gateway
+# Issue 20: the one redaction (`gatecell.wire.util.secret.redact`) runs on every text a gateway
 # sends and every row of the log; these texts would make a backtracking pattern rescan them.
 REDACTION = {
     "sk- runs": lambda n: "sk-" * (n // 3),

@@ -17,7 +17,7 @@ import pytest
 from store_helpers import clean_env, run_child, run_cli
 
 from gatecell.store import Store
-from gatecell.store.schema import index_new
+from gatecell.store.tables import index_new
 
 NOBODY = 65534
 

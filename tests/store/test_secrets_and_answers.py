@@ -19,7 +19,7 @@ from pathlib import Path
 from store_helpers import chat_body, run_cli
 
 from gatecell.store import Store, cache_key
-from gatecell.wire.secret import Secret
+from gatecell.wire.util.secret import Secret
 
 CHAT = "/v1/chat/completions"
 CLIENT = Secret("gw-live-Zq9XbT4mW2pL7vRkAbCdEf")  # the client's key: no shape to go by

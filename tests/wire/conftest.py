@@ -40,3 +40,16 @@ def make(fault: FaultServer) -> Iterator[Callable[..., Any]]:
     yield factory
     for gw in made:
         gw.close()
+
+
+PROXY_VARIABLES = tuple(
+    name for base in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY") for name in (base, base.lower())
+) + ("GATECELL_PROXY",)
+
+
+@pytest.fixture
+def environ(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No proxy setting but the test's own."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
 
-from gatecell.wire.sse import comment, encode
+from gatecell.wire.transport._sse import comment, encode
 
 KEY = "sk-test-Wk3yS3cretValue0123456789abcd"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

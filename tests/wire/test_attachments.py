@@ -1,4 +1,4 @@
-"""`gatecell.wire.attachments`: what becomes a picture or a file, how it is encoded, and the
+"""`gatecell.wire.apis.attachments`: what becomes a picture or a file, how it is encoded, and the
 one-line errors. In memory, with real matplotlib (Agg), Pillow, numpy and pypdf."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from pictures import bomb_png
 from PIL import Image
 
-from gatecell.wire.attachments import Attachment, attachment_of, from_data, load
-from gatecell.wire.errors import InvalidRequest
+from gatecell.wire.apis.attachments import Attachment, attachment_of, from_data, load
+from gatecell.wire.transport.errors import InvalidRequest
 
 
 def _figure(width: float = 6.4, height: float = 4.8, dpi: int = 100):
@@ -213,7 +213,7 @@ def test_a_string_is_never_an_attachment(tmp_path, monkeypatch):
 
 def test_import_gatecell_loads_no_picture_library():
     code = (
-        "import sys, gatecell, gatecell.wire.attachments, gatecell.wire.conversation;"
+        "import sys, gatecell, gatecell.wire.apis.attachments, gatecell.wire.apis.conversation;"
         "print([m for m in ('PIL', 'numpy', 'matplotlib', 'pypdf') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,8 +9,8 @@ import pytest
 from fault_server import MP4, PNG
 
 from gatecell.gateway import AsyncChatStream, AsyncGateway
-from gatecell.wire.errors import GatecellError, RateLimitError, StreamError, StreamTimeoutError
-from gatecell.wire.schemas import ChatCompletion
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.transport.errors import GatecellError, RateLimitError, StreamError, StreamTimeoutError
 
 HI = [{"role": "user", "content": "hi"}]
 

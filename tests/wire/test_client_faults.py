@@ -13,7 +13,9 @@ import pytest
 from fault_server import KEY, MP4, PNG
 
 from gatecell.gateway import Gateway
-from gatecell.wire.errors import (
+from gatecell.wire.apis.jobs import JobPaths
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.transport.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
@@ -29,8 +31,6 @@ from gatecell.wire.errors import (
     StreamTimeoutError,
     echo,
 )
-from gatecell.wire.jobs import JobPaths
-from gatecell.wire.schemas import ChatCompletion
 
 HI = [{"role": "user", "content": "hi"}]
 

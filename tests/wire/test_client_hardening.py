@@ -17,9 +17,8 @@ from fault_server import KEY
 from recording import recording
 
 from gatecell.gateway import AsyncGateway, Gateway
-from gatecell.wire import secret
 from gatecell.wire.calls import Outcome
-from gatecell.wire.errors import (
+from gatecell.wire.transport.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
@@ -29,6 +28,7 @@ from gatecell.wire.errors import (
     StreamError,
     StreamTooLargeError,
 )
+from gatecell.wire.util import secret
 
 HI = [{"role": "user", "content": "hi"}]
 CAP = 2**20  # 1 MiB for these tests

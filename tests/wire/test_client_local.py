@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gatecell.gateway import AsyncGateway, Gateway
-from gatecell.wire.errors import NotFoundError
+from gatecell.wire.transport.errors import NotFoundError
 
 HI = [{"role": "user", "content": "Hello there"}]
 

@@ -19,8 +19,8 @@ from fault_server import KEY, PNG, WAV
 from gatecell import store
 from gatecell.journal import call_context
 from gatecell.store.keys import gateway_address
-from gatecell.wire.errors import APIError, InvalidRequest, StreamError
-from gatecell.wire.streams import AsyncChatStream, ChatStream, TextStream
+from gatecell.wire.apis.streams import AsyncChatStream, ChatStream, TextStream
+from gatecell.wire.transport.errors import APIError, InvalidRequest, StreamError
 
 HI = [{"role": "user", "content": "Hello there"}]
 

@@ -15,20 +15,9 @@ from fault_server import KEY
 from proxy import TLSFront, free_port
 
 from gatecell import AsyncGateway, Gateway
-from gatecell.wire.errors import APIConnectionError, ConfigError
+from gatecell.wire.transport.errors import APIConnectionError, ConfigError
 
 HI = [{"role": "user", "content": "hi"}]
-PROXY_VARIABLES = tuple(
-    name for base in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY") for name in (base, base.lower())
-) + ("GATECELL_PROXY",)
-
-
-@pytest.fixture
-def environ(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """No proxy setting but the test's own."""
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
 
 
 def _every_path(gw: Gateway) -> None:

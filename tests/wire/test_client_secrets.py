@@ -11,8 +11,8 @@ import traceback
 import pytest
 from fault_server import KEY
 
-from gatecell.wire.errors import APIError, GatecellError, StreamError
-from gatecell.wire.secret import Secret
+from gatecell.wire.transport.errors import APIError, GatecellError, StreamError
+from gatecell.wire.util.secret import Secret
 
 HI = [{"role": "user", "content": "hi"}]
 MASKED = Secret(KEY).masked

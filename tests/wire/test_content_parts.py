@@ -24,9 +24,9 @@ from PIL import Image
 from gatecell import store
 from gatecell.store.keys import gateway_address
 from gatecell.store.queries import chat_messages
-from gatecell.wire.attachments import Attachment, attachment_of, load, size_text
-from gatecell.wire.conversation import content_summary, for_api, neutral, parts, to_responses
-from gatecell.wire.errors import TEXT_ONLY, APIError, InvalidRequest, refuses_content
+from gatecell.wire.apis.attachments import Attachment, attachment_of, load, size_text
+from gatecell.wire.apis.conversation import content_summary, for_api, neutral, parts, to_responses
+from gatecell.wire.transport.errors import TEXT_ONLY, APIError, InvalidRequest, refuses_content
 
 QUESTION = "What does this plot show?"
 

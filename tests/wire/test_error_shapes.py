@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from gatecell.wire.errors import api_error
-from gatecell.wire.http import Headers, Request, Response, request_id_of
+from gatecell.wire.transport.errors import api_error
+from gatecell.wire.transport.http import Headers, Request, Response, request_id_of
 
 HINT = "Check the API key (GATECELL_API_KEY or OPENAI_API_KEY)"
 

@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 client (`gatecell.wire.http11`) against purpose-built loopback servers.
+"""The lean HTTP/1.1 client (`gatecell.wire.transport.http11`) against purpose-built loopback servers.
 
 Each server (`loopback.Loopback`) is a raw asyncio server whose every byte a test writes by
 hand, so framing, keep-alive, closes and malformed heads are exactly what the test says. The
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loopback import OK, Loopback, answering
 
-from gatecell.wire.http11 import BROKEN, Answer, Pool, ProtocolError, parse_head
+from gatecell.wire.transport.http11 import BROKEN, Answer, Pool, ProtocolError, parse_head
 
 
 async def send(pool: Pool, method: str = "POST", body: bytes = b"{}") -> Answer:

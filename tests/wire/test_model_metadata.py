@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gatecell.wire.results import ModelList
-from gatecell.wire.routing import Router
+from gatecell.wire.apis.routing import Router
+from gatecell.wire.transport.results import ModelList
 
 
 def listing() -> ModelList:

@@ -1,5 +1,5 @@
-"""Proxies: the environment read as httpx reads it (`gatecell.wire.proxies`), and the lean
-pool and httpx (`gatecell.wire.httpx_proxies`) through a real proxy, Debian's squid, counted
+"""Proxies: the environment read as httpx reads it (`gatecell.wire.transport.proxies`), and the lean
+pool and httpx (`gatecell.wire.transport._httpx_proxies`) through a real proxy, Debian's squid, counted
 in its access log (tests/proxy.py)."""
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from httpx._utils import URLPattern, get_environment_proxies  # httpx's own matc
 from loopback import OK, Loopback, answering
 from proxy import TLSFront, free_port
 
-from gatecell.wire.errors import ConfigError
-from gatecell.wire.http11 import Pool, ProxyError
-from gatecell.wire.httpx_proxies import ProxiedTransport
-from gatecell.wire.proxies import ENV_PROXY, Proxies, Proxy, is_loopback, proxy_for
+from gatecell.wire.transport._httpx_proxies import ProxiedTransport
+from gatecell.wire.transport.errors import ConfigError
+from gatecell.wire.transport.http11 import Pool, ProxyError
+from gatecell.wire.transport.proxies import ENV_PROXY, Proxies, Proxy, is_loopback, proxy_for
 
 P = "http://proxy.corp:3128"
 Q = "http://other.corp:8080"
 
 # (environment, URL, the proxy it goes through or None, how httpx 0.28 differs if it does:
-# see gatecell.wire.proxies)
+# see gatecell.wire.transport.proxies)
 CASES: list[tuple[dict[str, str], str, str | None, str]] = [
     ({"HTTPS_PROXY": P}, "https://api.example.com", P, ""),
     ({"HTTPS_PROXY": P}, "http://api.example.com", None, ""),

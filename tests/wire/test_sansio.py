@@ -14,10 +14,14 @@ import pytest
 from recording import recording
 
 from gatecell.gateway import Gateway
+from gatecell.wire.apis.conversation import to_responses
+from gatecell.wire.apis.jobs import JobPaths, job_state, submitted_id
+from gatecell.wire.apis.routing import Router, to_chat
+from gatecell.wire.apis.spec import usage_of
 from gatecell.wire.calls import JSON_CAP, MEDIA_CAP, Options
-from gatecell.wire.conversation import to_responses
 from gatecell.wire.endpoints import Programs
-from gatecell.wire.errors import (
+from gatecell.wire.transport._sse import DONE, EventTooLarge, SSEParser, encode
+from gatecell.wire.transport.errors import (
     APIConnectionError,
     APIError,
     BadRequestError,
@@ -28,14 +32,10 @@ from gatecell.wire.errors import (
     StreamError,
     error_message,
 )
-from gatecell.wire.exchange import Call, Command, Read, RetryPolicy, Send, Sleep
-from gatecell.wire.http import Headers, Response, TransportError, request_id_of, retry_after
-from gatecell.wire.jobs import JobPaths, job_state, submitted_id
-from gatecell.wire.results import Audio, ModelList, Reply, sniff
-from gatecell.wire.routing import Router, to_chat
-from gatecell.wire.schemas import usage_of
-from gatecell.wire.secret import redact
-from gatecell.wire.sse import DONE, EventTooLarge, SSEParser, encode
+from gatecell.wire.transport.exchange import Call, Command, Read, RetryPolicy, Send, Sleep
+from gatecell.wire.transport.http import Headers, Response, TransportError, request_id_of, retry_after
+from gatecell.wire.transport.results import Audio, ModelList, Reply, sniff
+from gatecell.wire.util.secret import redact
 
 NOW = 1_700_000_000.0
 

@@ -1,4 +1,4 @@
-"""The one redaction (`gatecell.wire.secret`), in memory: what it masks, what it leaves, and
+"""The one redaction (`gatecell.wire.util.secret`), in memory: what it masks, what it leaves, and
 that it is stable (that no text makes it slow: tests/security/test_stall.py).
 
 Issue 20, items 1 to 4: every text gatecell did not write goes through it, so each case
@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from gatecell.wire.secret import MASK, Secret, protect_logs, redact, redact_data, redact_json
+from gatecell.wire.util.secret import MASK, Secret, protect_logs, redact, redact_data, redact_json
 
 # Fake keys of the shapes of other services (gitleaks' rules): long enough for each rule.
 SHAPES = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gatecell.wire.errors import ConfigError
-from gatecell.wire.settings import env_flag, env_number
+from gatecell.wire.transport.errors import ConfigError
+from gatecell.wire.transport.settings import env_flag, env_number
 
 
 @pytest.mark.parametrize(

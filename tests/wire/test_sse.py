@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatecell.wire.sse import Event, SSEParser, comment, encode
+from gatecell.wire.transport._sse import Event, SSEParser, comment, encode
 
 
 def parse(*reads: bytes) -> list[Event]:

@@ -1,4 +1,4 @@
-"""`gatecell.wire.structured`: schemas of every kind, their native and strict forms, the
+"""`gatecell.wire.typed.structured`: schemas of every kind, their native and strict forms, the
 instruction, and replies parsed the way real models write them (in memory, sans-IO)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import typing_extensions
 from pydantic import BaseModel
 from typed_models import Person, Review
 
-from gatecell.wire import schemas
-from gatecell.wire.conversation import to_responses
-from gatecell.wire.errors import APIError, InvalidRequest
-from gatecell.wire.structured import (
+from gatecell.wire.apis import spec
+from gatecell.wire.apis.conversation import to_responses
+from gatecell.wire.transport.errors import APIError, InvalidRequest
+from gatecell.wire.typed.structured import (
     CHOICES_MARKER,
     JSON_MARKER,
     Schema,
@@ -468,10 +468,10 @@ def test_names_fit_what_the_apis_allow():
 @pytest.mark.parametrize(
     "api, model",
     [
-        ("chat", schemas.ChatRequest),
-        ("responses", schemas.ResponsesRequest),
-        ("generate-content", schemas.GenerateContentRequest),
-        ("messages", schemas.MessagesRequest),
+        ("chat", spec.ChatRequest),
+        ("responses", spec.ResponsesRequest),
+        ("generate-content", spec.GenerateContentRequest),
+        ("messages", spec.MessagesRequest),
     ],
 )
 def test_the_native_fields_are_known_to_the_request_models(api, model):

@@ -12,8 +12,8 @@ import pytest
 from fault_server import REVIEW
 from typed_models import Person, Review
 
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.structured import JSON_MARKER, Schema, instruction
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.typed.structured import JSON_MARKER, Schema, instruction
 
 ASK = [{"role": "user", "content": "Read this review: the Acme kettle is great, five stars."}]
 LABELS = ["positive", "negative", "neutral"]
@@ -244,7 +244,7 @@ def test_gatecell_logs_shows_the_value(make, fault, home):
 
 
 def test_a_parsed_value_in_a_gateway_body_is_not_taken_for_the_clients(make, fault):
-    from gatecell.wire.schemas import ChatCompletion
+    from gatecell.wire.apis.spec import ChatCompletion
 
     body = {"choices": [{"message": {"content": "hi"}}], "parsed": {"stars": 1}, "parse_error": "made up"}
     completion = ChatCompletion.model_validate(body)

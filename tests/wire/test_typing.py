@@ -44,3 +44,23 @@ def test_the_clients_types_are_true():
     assert errors == marked, out
     assert reveals == wanted, out
     assert len(marked) >= 5 and len(wanted) == 2  # the file still says what it should
+
+
+def test_every_text_answer_has_the_one_answer_protocol(make):
+    from gatecell.wire.transport.results import Answer
+
+    gw = make("ok")
+    hi = [{"role": "user", "content": "hi"}]
+    answers = [
+        gw.chat("m", hi),
+        gw.messages("m", hi),
+        gw.responses("m", "hi"),
+        gw.generate_content("m", "hi"),
+        gw.chat("m", hi, stream=True),
+        gw.messages("m", hi, stream=True),
+    ]
+    for answer in answers:
+        assert isinstance(answer, Answer), type(answer).__name__
+        if hasattr(answer, "read"):
+            answer.read()
+        assert answer.meta.endpoint.startswith("/v1") and answer.parsed is None

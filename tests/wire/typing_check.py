@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from typing_extensions import assert_type, reveal_type
 
 from gatecell import AsyncGateway, Gateway
-from gatecell.wire.results import Audio, ImageResult, Job, ModelList, Reply
-from gatecell.wire.schemas import ChatCompletion
-from gatecell.wire.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
+from gatecell.wire.apis.spec import ChatCompletion
+from gatecell.wire.apis.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
+from gatecell.wire.transport.results import Audio, ImageResult, Job, ModelList, Reply
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -58,7 +58,7 @@ def sync(gw: Gateway, stream: bool) -> None:
             assert_type(fragment, str)
     with Gateway() as client:
         assert_type(client, Gateway)
-    reveal_type(gw.chat("m", HI).usage)  # reveal: gatecell.wire.schemas.Usage | None
+    reveal_type(gw.chat("m", HI).usage)  # reveal: gatecell.wire.apis.spec.Usage | None
 
 
 async def asynchronous(agw: AsyncGateway) -> None:
@@ -81,7 +81,7 @@ async def asynchronous(agw: AsyncGateway) -> None:
     async with AsyncGateway() as client:
         assert_type(client, AsyncGateway)
     pending = agw.chat("m", HI)
-    reveal_type(pending).close()  # reveal: typing.Coroutine[Any, Any, gatecell.wire.schemas.ChatCompletion]
+    reveal_type(pending).close()  # reveal: typing.Coroutine[Any, Any, gatecell.wire.apis.spec.ChatCompletion]
 
 
 async def wrong(gw: Gateway, agw: AsyncGateway) -> None:

@@ -1,8 +1,8 @@
 """Prompts over data: ``gw.map(template, rows)``, rate-limited, resumable, with a progress bar.
 
-`run` is `Gateway.map` (the engine on an event loop of its own, in a worker thread, so it
+`run_map` is `Gateway.map` (the engine on an event loop of its own, in a worker thread, so it
 works inside a running Jupyter kernel without ``nest_asyncio``; Ctrl-C, or a kernel
-interrupt, stops it and returns the rows done so far); `arun` is `AsyncGateway.map`, on the
+interrupt, stops it and returns the rows done so far); `arun_map` is `AsyncGateway.map`, on the
 caller's loop. The engine is `engine.Engine`; the rows and the template, `rows`; the rate
 limits, `pacing`; the result, `result.Batch`.
 """
@@ -19,9 +19,9 @@ from .result import Batch, BatchError, Row
 
 if TYPE_CHECKING:
     from gatecell.wire.endpoints import Endpoints
-    from gatecell.wire.proxies import Proxies
+    from gatecell.wire.transport.proxies import Proxies
 
-__all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run", "arun"]
+__all__ = ["Batch", "BatchError", "Row", "MapOptions", "OnRow", "run_map", "arun_map"]
 
 OnRow = Callable[[int, Row], object]
 """Called with each finished row's position in the input and its `Row`, as it finishes (see
@@ -29,34 +29,21 @@ OnRow = Callable[[int, Row], object]
 
 
 def _engine(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
     options: dict[str, Any],
     on_row: OnRow | None,
 ) -> Any:
-    from gatecell.store import default_store
-
     from .engine import Engine
     from .options import resolve
 
-    return Engine(
-        client,
-        gateway,
-        template,
-        data,
-        resolve(options),
-        store=default_store(),
-        proxies=proxies,
-        on_row=on_row,
-    )
+    return Engine(client, template, data, resolve(options), proxies=proxies, on_row=on_row)
 
 
-def run(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+def run_map(
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
@@ -65,14 +52,14 @@ def run(
     on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
-    """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client``, logged as
-    sent to ``gateway`` (the log's name for it), through ``proxies`` (None: direct). The
+    """`Gateway.map`: ``template`` over ``data`` with the endpoints of ``client`` (logged by
+    its hooks, in their batch mode), through ``proxies`` (None: direct). The
     engine runs on a loop of its own in a worker thread (``on_row`` is called there); this
     thread shows the progress and takes Ctrl-C, which stops the engine and returns the
     partial `Batch`."""
-    from .progress import Progress
+    from .progress import BatchBar
 
-    engine = _engine(client, gateway, proxies, template, data, options, on_row)
+    engine = _engine(client, proxies, template, data, options, on_row)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -84,7 +71,7 @@ def run(
         finally:
             finished.set()
 
-    bar = Progress(engine, progress)
+    bar = BatchBar(engine, progress)
     threading.Thread(target=main, name="gatecell-map", daemon=True).start()
     try:
         while not finished.wait(bar.interval):
@@ -103,9 +90,8 @@ def run(
     return outcome["batch"]
 
 
-async def arun(
-    client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-    gateway: str,
+async def arun_map(
+    client: Endpoints,
     proxies: Proxies | None,
     template: str,
     data: Any,
@@ -114,11 +100,11 @@ async def arun(
     on_row: OnRow | None = None,
     **options: Any,
 ) -> Batch:
-    """`AsyncGateway.map`: `run` on the running loop, the progress updated beside it."""
-    from .progress import Progress
+    """`AsyncGateway.map`: `run_map` on the running loop, the progress updated beside it."""
+    from .progress import BatchBar
 
-    engine = _engine(client, gateway, proxies, template, data, options, on_row)
-    bar = Progress(engine, progress)
+    engine = _engine(client, proxies, template, data, options, on_row)
+    bar = BatchBar(engine, progress)
 
     async def show() -> None:
         while True:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gatecell.wire.structured import Schema
+from gatecell.wire.typed.structured import Schema
 
 __all__ = ["frame"]
 

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from gatecell.wire.conversation import TEXT_APIS
-from gatecell.wire.errors import InvalidRequest, echo
-from gatecell.wire.settings import env_number
-from gatecell.wire.structured import Schema
-from gatecell.wire.typed_calls import typed_request
+from gatecell.wire.apis.conversation import TEXT_APIS
+from gatecell.wire.transport.errors import InvalidRequest, echo
+from gatecell.wire.transport.settings import env_number
+from gatecell.wire.typed.structured import Schema
+from gatecell.wire.typed.typed_calls import typed_request
 
-__all__ = ["MapOptions", "Options", "resolve", "from_flags"]
+__all__ = ["MapOptions", "MapSettings", "resolve", "from_flags"]
 
 _DEFAULT_MODEL = "local-chat"
 
@@ -44,7 +44,7 @@ class MapOptions(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class Options:
+class MapSettings:
     """`MapOptions` with their defaults, checked."""
 
     model: str
@@ -80,10 +80,10 @@ def _names(option: str, value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def resolve(options: MapOptions | dict[str, Any]) -> Options:
+def resolve(options: MapOptions | dict[str, Any]) -> MapSettings:
     """The options with their defaults; an unknown name or a value out of range is an
     `InvalidRequest` (before any request)."""
-    known = [*Options.__dataclass_fields__, "choices"]
+    known = [*MapSettings.__dataclass_fields__, "choices"]
     for name in options:
         if name not in known:
             close = difflib.get_close_matches(name, known, 1)
@@ -102,7 +102,7 @@ def resolve(options: MapOptions | dict[str, Any]) -> Options:
     for name in ("rpm", "tpm"):  # unset: the environment's, where 0 means no limit
         if options.get(name) is None:
             given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
-    resolved = Options(**given)
+    resolved = MapSettings(**given)
     if resolved.api not in TEXT_APIS:
         raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {echo(resolved.api)}")
     if resolved.on_error not in ("record", "raise"):

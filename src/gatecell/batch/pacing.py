@@ -22,7 +22,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 
-from gatecell.wire.http import retry_after
+from gatecell.wire.transport.http import retry_after
 
 __all__ = ["Schedule", "Pacing", "pause_for", "MIN_PAUSE"]
 

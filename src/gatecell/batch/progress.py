@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gatecell.wire.settings import env_number
+from gatecell.wire.transport.settings import env_number
 
-__all__ = ["Progress"]
+__all__ = ["BatchBar"]
 
 
-class Progress:
+class BatchBar:
+    """The bar of one batch (see the module); ``update`` reads the engine's counts."""
+
     def __init__(self, engine: Any, enabled: bool) -> None:
         self.engine = engine
         self.interval = max(env_number(None, "GATECELL_UPDATE_INTERVAL", 0.1), 0.02)

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gatecell.wire.errors import GatecellError, InvalidRequest
-from gatecell.wire.structured import parse, parse_reply
+from gatecell.wire.transport.errors import GatecellError, InvalidRequest
+from gatecell.wire.typed.structured import parse, parse_reply
 
 if TYPE_CHECKING:
-    from gatecell.wire.schemas import Usage
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.apis.spec import Usage
+    from gatecell.wire.typed.structured import Schema
 
 __all__ = ["Batch", "Row", "Tokens", "BatchError"]
 
@@ -97,7 +97,7 @@ class Batch:
     Series, a list (``text``) and a dict by position (``errors``) otherwise. A row that never
     ran (the batch was interrupted first) has neither text nor error.
 
-    With a ``schema`` (a `gatecell.wire.structured.Schema`), ``parsed`` holds each row's
+    With a ``schema`` (a `gatecell.wire.typed.structured.Schema`), ``parsed`` holds each row's
     validated value and ``frame`` the typed columns (`gatecell.batch.frame`); with choices,
     ``text`` holds each row's label (a Categorical for pandas input).
     """

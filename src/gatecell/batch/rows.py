@@ -7,7 +7,7 @@ asks for rows. `Template` fills ``{field}``: a Python name, with attributes and 
 (``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{``/``}}`` for
 braces. The magics fill ``{name}`` from the notebook's variables with the same grammar
 (`FIELD`, used by `gatecell.notebook.template`). A field whose value is a picture (a PIL
-image, picture bytes, a figure, a ``pathlib`` path: `gatecell.wire.attachments.attachment_of`)
+image, picture bytes, a figure, a ``pathlib`` path: `gatecell.wire.apis.attachments.attachment_of`)
 puts the picture in the prompt, which is then a list of text and pictures that each API
 sends as content parts. A string stays text, whatever file or URL it names, unless its
 field is one the user named as pictures (``images=``): then it is a path or URL to attach.
@@ -21,9 +21,9 @@ import string
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from gatecell.wire.attachments import attachment_of, load
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.text import joined
+from gatecell.wire.apis.attachments import attachment_of, load
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.util._text import joined
 
 __all__ = ["Template", "Rows", "RowError", "FIELD", "FORMATTER"]
 

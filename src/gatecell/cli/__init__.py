@@ -4,7 +4,7 @@ open JupyterLab on the tutorials.
 Errors print as one line on stderr and exit with status 1; Ctrl-C exits with 130 after
 keeping what a stream already printed. Everything printed that a gateway or a model chose
 (replies, model ids, error messages, the log) goes through
-`gatecell.wire.terminal.printable`: control sequences are shown escaped, never obeyed.
+`gatecell.wire.util._terminal.printable`: control sequences are shown escaped, never obeyed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gatecell.connect import explain_unserved
-from gatecell.wire.errors import APIError, GatecellError
-from gatecell.wire.terminal import printable
+from gatecell.wire.transport.errors import APIError, GatecellError
+from gatecell.wire.util._terminal import printable
 
 __all__ = ["main", "stdout_gone"]
 
@@ -125,7 +125,7 @@ def _lab(args: argparse.Namespace) -> int:
         print(f"gatecell: {_LAB_HINT}", file=sys.stderr)
         return 1
     folder = _tutorials(args.notebooks)
-    from gatecell.wire.attachments import file_cap
+    from gatecell.wire.apis.attachments import file_cap
 
     # A file the chat panel attaches reaches the kernel in one websocket message: the server
     # must take one as large as gatecell takes a file (tornado's default is 10 MiB).
@@ -177,7 +177,7 @@ def _tutorials(explicit: str | None) -> Path:
 
     from platformdirs import user_data_path
 
-    from gatecell.wire.private import private_folder
+    from gatecell.wire.util.private import private_folder
 
     copy = private_folder(private_folder(user_data_path("gatecell")) / "tutorials")  # the log's folder: 0700
     for notebook in shipped.glob("*.ipynb"):

@@ -35,13 +35,13 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from gatecell.wire.errors import GatecellError
+from gatecell.wire.transport.errors import GatecellError
 
 from . import stdout_gone
 
 if TYPE_CHECKING:
     from gatecell.batch import Row
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.typed.structured import Schema
 
 __all__ = ["add_parser", "ROW_CAP"]
 
@@ -224,12 +224,12 @@ def _encoding(name: str) -> str:
 def _output(path: str | None, force: bool) -> IO[str]:
     """Where the lines go, opened now: a folder or a file that is not there to write is said
     before the first request. A new file is 0600 and never reached through a symbolic link
-    (`gatecell.wire.private.open_output`); an existing one is refused unless ``--force``,
+    (`gatecell.wire.util.private.open_output`); an existing one is refused unless ``--force``,
     and then kept as it is until the first row is done (`_Writer` empties it then): options
     the batch refuses lose nothing."""
     if path is None:
         return sys.stdout
-    from gatecell.wire.private import open_output
+    from gatecell.wire.util.private import open_output
 
     try:
         return io.TextIOWrapper(open_output(path, force=force), encoding="utf-8")
@@ -315,8 +315,8 @@ class _Writer:
 def _typed(args: argparse.Namespace) -> dict[str, Schema]:
     """The ``schema=`` of ``--schema FILE`` or ``--choices A,B,C``: a missing or unreadable
     file, or one that holds no usable JSON Schema, is one line before any request."""
-    from gatecell.wire.errors import InvalidRequest
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.transport.errors import InvalidRequest
+    from gatecell.wire.typed.structured import Schema
 
     if args.schema is not None and args.choices is not None:
         raise GatecellError("map: --schema or --choices, not both")

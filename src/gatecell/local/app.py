@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gatecell.wire.secret import redact
+from gatecell.wire.util.secret import redact
 
 from .auth import credential
 from .config import Config

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from gatecell.wire.secret import Secret
+from gatecell.wire.util.secret import Secret
 
 from .errors import is_generate_content
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.private import Untrusted, private_folder, read_private, write_private
-from gatecell.wire.secret import Secret
-from gatecell.wire.settings import env_number, home, root_url
+from gatecell.wire.transport.settings import env_number, home, root_url
+from gatecell.wire.util.private import Untrusted, private_folder, read_private, write_private
+from gatecell.wire.util.secret import Secret
 
 __all__ = [
     "Config",
@@ -110,7 +110,7 @@ def keys_in_file(path: str | os.PathLike[str]) -> tuple[Secret, ...]:
 
     A file keeps keys out of ``ps`` and shell history, which ``--api-key`` does not, if it is
     the user's own and no one else may read or write it: a file another user owns, one that
-    others may read or write, or a symbolic link is refused (`gatecell.wire.private`), as is a
+    others may read or write, or a symbolic link is refused (`gatecell.wire.util.private`), as is a
     key shorter than `MIN_KEY`. Each refusal is a ValueError of one line.
     """
     name = repr(os.fspath(path))
@@ -323,7 +323,7 @@ class Config:
 def _probe(folder: Path) -> None:
     """Make ``folder`` (private) and write in it once: OSError when it cannot be used, or when
     it, or a folder of it that the stores use (jobs, leases, each key's files), is not this
-    user's alone (`gatecell.wire.private.Untrusted`)."""
+    user's alone (`gatecell.wire.util.private.Untrusted`)."""
     import tempfile
 
     with tempfile.TemporaryFile(dir=private_folder(folder)):

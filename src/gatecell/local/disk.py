@@ -2,7 +2,7 @@
 and a lease that tells a job someone is rendering from one whose renderer is gone.
 
 Folders are 0700 and files 0600, and neither may be another user's
-(`gatecell.wire.private`): the jobs' prompts and the generated media are the user's, like
+(`gatecell.wire.util.private`): the jobs' prompts and the generated media are the user's, like
 the log, and a record read back is served as the user's own job. A file is written to a
 temporary name in its folder and renamed into place, so a reader (another gateway process,
 the same one after a crash) sees the old file or the new one, never half of one.
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatecell.wire.private import TMP_PREFIX, private_folder
+from gatecell.wire.util.private import TMP_PREFIX, private_folder
 
 try:
     import fcntl

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatecell.wire.secret import Secret
+from gatecell.wire.util.secret import Secret
 
 __all__ = ["EmbeddedGateway", "start", "running", "run_in_thread"]
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gatecell.wire.private import private_folder, read_private, write_private
+from gatecell.wire.util.private import private_folder, read_private, write_private
 
 from .backends._stop import Stopped, check
 from .disk import Lease, sweep_temporary

@@ -10,7 +10,7 @@ With a ``folder`` the files live in ``folder/<owner>/<name>`` (see `disk`) and o
 gateway: the index is read back from the folder at start, and a file another gateway process
 wrote there (two kernels share the folder) is found when it is asked for. A name or owner is
 checked against the shape the gateway gives them before it comes near a path, and a file is
-served only if it is this user's own regular file (`gatecell.wire.private`): never through a
+served only if it is this user's own regular file (`gatecell.wire.util.private`): never through a
 symbolic link, never one another user planted.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gatecell.wire.private import private_file, private_folder, read_private, write_private
+from gatecell.wire.util.private import private_file, private_folder, read_private, write_private
 
 from .disk import sweep_temporary
 

@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import Any
 
-from gatecell.wire.secret import redact
+from gatecell.wire.util.secret import redact
 
 from .config import Config, key_file, new_key
 

@@ -17,7 +17,7 @@ back (`_Scrubber`); and a cap bounds how much of an answer is relayed.
 The upstream is reached the way every outgoing path of gatecell reaches a gateway: through
 the proxy that ``GATECELL_PROXY`` or the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
 ``ALL_PROXY``, ``NO_PROXY``, read when the gateway starts) names for its address, if any
-(`gatecell.wire.proxies`). A proxy's refusal is logged here whole (its password masked); the
+(`gatecell.wire.transport.proxies`). A proxy's refusal is logged here whole (its password masked); the
 caller gets a 502 that names no proxy.
 """
 
@@ -34,11 +34,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gatecell.wire.http11 import BROKEN as _BROKEN
-from gatecell.wire.http11 import Answer, Pool
-from gatecell.wire.proxies import proxy_for
-from gatecell.wire.secret import Secret
-from gatecell.wire.settings import root_url
+from gatecell.wire.transport.http11 import BROKEN as _BROKEN
+from gatecell.wire.transport.http11 import Answer, Pool
+from gatecell.wire.transport.proxies import proxy_for
+from gatecell.wire.transport.settings import root_url
+from gatecell.wire.util.secret import Secret
 
 from .errors import Fail, is_generate_content
 

@@ -16,7 +16,36 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "error_line", "session_for"]
+from gatecell._lazy import exports
+
+__all__ = [
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "error_line",
+    "session_for",
+    "LiveMarkdown",
+    "code_blocks",
+    "ChatPanel",
+    "ComparePanel",
+    "ImagePanel",
+    "MediaPanel",
+    "SpeechPanel",
+    "dashboard",
+]
+
+# What notebooks use, loaded when first asked for (the panels load ipywidgets).
+_LAZY = {
+    "LiveMarkdown": "gatecell.notebook.display",
+    "code_blocks": "gatecell.notebook.markdown",
+    **{
+        name: "gatecell.notebook.widgets"
+        for name in ("ChatPanel", "ComparePanel", "ImagePanel", "MediaPanel", "SpeechPanel", "dashboard")
+    },
+}
+
+
+__getattr__ = exports(__name__, _LAZY)
+
 
 _STATE: dict[int, dict[str, Any]] = {}
 _OWN_SESSIONS: dict[int, Any] = {}
@@ -49,8 +78,8 @@ def session_for(shell: Any = None) -> Any:
 def error_line(exc: BaseException) -> str:
     """The one line shown for a gatecell error: redacted (any key, credential), and with
     control characters escaped (a terminal, or a frontend rendering ANSI escapes, shows it)."""
-    from gatecell.wire.secret import redact
-    from gatecell.wire.terminal import printable
+    from gatecell.wire.util._terminal import printable
+    from gatecell.wire.util.secret import redact
 
     return printable(redact(f"gatecell: {exc}"))
 
@@ -73,7 +102,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gatecell``: register the magics and the one-line error handler."""
     if id(ipython) in _STATE:
         return
-    from gatecell.wire.errors import GatecellError
+    from gatecell.wire.transport.errors import GatecellError
 
     from .config import Gatecell
     from .magics import GatecellMagics, Interrupted

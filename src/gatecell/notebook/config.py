@@ -16,7 +16,7 @@ from typing import Any
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode, Union, default
 from traitlets.config import Configurable
 
-from gatecell.wire.settings import env_flag, env_number
+from gatecell.wire.transport.settings import env_flag, env_number
 
 __all__ = ["Gatecell", "ENV"]
 

@@ -13,7 +13,7 @@ What a kernel honestly has, and so what gatecell sends:
   display and by gatecell's one-line error handler alike).
 
 Everything gathered here is redacted before it is sent, by the one redaction of
-`gatecell.wire.secret.redact` (the magics apply it to the whole prompt): keys of this process
+`gatecell.wire.util.secret.redact` (the magics apply it to the whole prompt): keys of this process
 and of other services, credentials, values assigned to names such as ``api_key``,
 ``password`` or ``token``.
 """
@@ -41,7 +41,7 @@ EXPLAIN = (
 def recent_cells(shell: Any, n: int, *, rows: int, chars: int) -> str:
     """The last ``n`` cells run before the current one, labelled: each one's source, what it
     printed and the error it raised (where IPython keeps them), and its ``Out`` value."""
-    from gatecell.wire.text import fence
+    from gatecell.wire.util._text import fence
 
     from .summary import clip, summarize
 
@@ -84,7 +84,7 @@ def last_error(shell: Any, *, chars: int) -> str | None:
     exc = exc if exc is not None else getattr(sys, "last_value", None)
     if not isinstance(exc, BaseException):
         return None
-    from gatecell.wire.text import fence
+    from gatecell.wire.util._text import fence
 
     from .summary import clip
 

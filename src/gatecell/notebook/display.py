@@ -12,8 +12,8 @@ The pieces are small and public so that the widgets can reuse them:
 - `provenance` / `footer_text` describe where an output came from (model, endpoint,
   latency, usage, request id). It travels in the display metadata of every output under
   the key ``"gatecell"``; never a header, never the key: every string in it is redacted
-  (`gatecell.wire.secret.redact_data`), as a gateway chose the model name and request id.
-- `Progress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
+  (`gatecell.wire.util.secret.redact_data`), as a gateway chose the model name and request id.
+- `JobProgress` is a progress bar for jobs: an ipywidgets bar in a kernel, text elsewhere.
 
 Nothing a gateway sends reaches HTML as it came: text goes through
 `gatecell.notebook.markdown` (Markdown rendered here, then sanitised), a media type
@@ -52,7 +52,7 @@ __all__ = [
     "show_prompt",
     "attachment_html",
     "show_table",
-    "Progress",
+    "JobProgress",
 ]
 
 
@@ -99,7 +99,7 @@ def provenance(meta: Any = None, **extra: Any) -> dict[str, Any]:
     if getattr(meta, "cached", False) is True:  # answered from the log: no request was sent
         prov["cached"] = True
     prov.update({k: _plain(v) for k, v in extra.items()})
-    from gatecell.wire.secret import redact_data
+    from gatecell.wire.util.secret import redact_data
 
     return redact_data({k: v for k, v in prov.items() if v not in (None, "", {})})
 
@@ -222,7 +222,7 @@ class LiveMarkdown:
 
     def _write(self, text: str) -> None:
         if text:
-            from gatecell.wire.terminal import printable
+            from gatecell.wire.util._terminal import printable
 
             out = self._out or sys.stdout
             out.write(printable(text))  # a terminal: control sequences escaped, never obeyed
@@ -257,8 +257,8 @@ def show_prompt(content: Any) -> None:
     through `show_markdown`); each picture as a thumbnail
     made here from its own bytes (a small PNG in a data URL: never the picture's base64),
     with its format, dimensions and size; each file and URL by name and size."""
-    from gatecell.wire.conversation import content_text
-    from gatecell.wire.text import fence
+    from gatecell.wire.apis.conversation import content_text
+    from gatecell.wire.util._text import fence
 
     if isinstance(content, str):
         show_markdown(f"*prompt sent ({len(content):,} characters):*\n\n{fence(content, 'text')}")
@@ -317,8 +317,8 @@ def _thumbnail(data: bytes, side: int) -> tuple[bytes, int, int] | None:
     cap (`attachments.opened`); None when it is over it or Pillow cannot read it."""
     import io
 
-    from gatecell.wire.attachments import opened
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.apis.attachments import opened
+    from gatecell.wire.transport.errors import InvalidRequest
 
     try:
         image = opened(data, "the picture", side)
@@ -372,7 +372,7 @@ def media_type(data: bytes, declared: str | None = None) -> str:
     """The media type to show ``data`` as: from its first bytes (headers of gateways lie),
     else ``declared`` when it is a plain ``type/subtype`` token pair (RFC 9110; parameters
     dropped) of `SHOWN`, else `DOWNLOAD`. Only these three ever reach HTML."""
-    from gatecell.wire.results import sniff
+    from gatecell.wire.transport.results import sniff
 
     found = sniff(data)
     if found:
@@ -469,7 +469,7 @@ def show_media(
 # -- progress ----------------------------------------------------------------------------
 
 
-class Progress:
+class JobProgress:
     """Progress of a job: an ipywidgets bar in a kernel, one text line per change elsewhere.
 
     ``update(percent, status)`` takes a 0..100 value (None while unknown);

@@ -136,7 +136,7 @@ def export(name: str, path: str | None, *, force: bool = False) -> None:
         text = "".join(json_line(turn) + "\n" for turn in turns)
     else:
         text = f"# Conversation {name}\n\n" + "\n".join(exchange_text(turn) for turn in turns)
-    from gatecell.wire.private import write_output
+    from gatecell.wire.util.private import write_output
 
     try:
         write_output(target, text.encode("utf-8"), force=force)

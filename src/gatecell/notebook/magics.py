@@ -7,10 +7,10 @@ result (see `display`) and returns it as the cell's value (see `values`). Errors
 gateway are raised as they are and printed as one line by the handler that
 `gatecell.notebook` installs; ``--debug`` asks for the traceback instead.
 
-What a magic sends is redacted first (`gatecell.wire.secret.redact`), all of it: the cell
+What a magic sends is redacted first (`gatecell.wire.util.secret.redact`), all of it: the cell
 with its ``{name}`` and ``{In[N]}`` filled in, what ``--cells``, ``--error`` and
 ``%gatecell explain`` gather, and the text and names of the files ``--file`` attaches
-(`gatecell.wire.conversation.redacted`). The redacted prompt is the one sent (the client
+(`gatecell.wire.apis.conversation.redacted`). The redacted prompt is the one sent (the client
 redacts it again on its way out, to the same text), the one ``--show-prompt`` shows, and the
 one the conversation and the provenance keep: the display never differs from what left the
 notebook. A string is never read as a file: only ``--image``/``--file`` typed in the cell,
@@ -270,8 +270,8 @@ class GatecellMagics(Magics):
         one line, and nothing is sent."""
         if name not in _TEXT_MAGICS:
             return []
-        from gatecell.wire.attachments import attachment_of, load
-        from gatecell.wire.errors import InvalidRequest
+        from gatecell.wire.apis.attachments import attachment_of, load
+        from gatecell.wire.transport.errors import InvalidRequest
 
         found: list[Any] = []
         chars = self.defaults.context_chars
@@ -311,13 +311,13 @@ class GatecellMagics(Magics):
         """``prompt`` as it will leave the notebook (`conversation.redacted`, with this
         session's key): its text, and the text and names of the files attached; a picture's
         bytes go as they are."""
-        from gatecell.wire.conversation import redacted
+        from gatecell.wire.apis.conversation import redacted
 
         return redacted(prompt, self.session.gateway.api_key)
 
     def _guard(self, ns: argparse.Namespace, call: Callable[[], Any]) -> Any:
         """Run a magic's work; mark errors for ``--debug`` and store the value for ``-o``."""
-        from gatecell.wire.errors import GatecellError
+        from gatecell.wire.transport.errors import GatecellError
 
         try:
             value = call()
@@ -333,7 +333,7 @@ class GatecellMagics(Magics):
     def _serving(self, ns: argparse.Namespace, model: str, trait: str) -> Iterator[None]:
         """A 400/404 on a model the gateway does not list also says which models it does
         list (asked once per connection) and how to choose one."""
-        from gatecell.wire.errors import APIError
+        from gatecell.wire.transport.errors import APIError
 
         try:
             yield
@@ -443,7 +443,7 @@ class GatecellMagics(Magics):
         effort: str | None = None,
         typed: dict[str, Any] | None = None,
     ) -> Any:
-        from gatecell.wire.errors import StreamError
+        from gatecell.wire.transport.errors import StreamError
 
         from .display import LiveMarkdown, provenance, rich_output
         from .values import Text
@@ -476,7 +476,7 @@ class GatecellMagics(Magics):
                 getattr(result, "reasoning", None),
                 getattr(result, "usage", None),
             )
-        meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
+        meta = result.meta  # every answer has one (`gatecell.wire.transport.results.Answer`)
         prov = provenance(
             meta, model=getattr(result, "model", None) or model, usage=usage, **_prompt_prov(sent)
         )
@@ -573,7 +573,7 @@ class GatecellMagics(Magics):
         return values[0] if len(values) == 1 else values
 
     def _unrecognised(self, what: str, raw: Any, prov: dict[str, Any]) -> None:
-        from gatecell.wire.text import fence
+        from gatecell.wire.util._text import fence
 
         from .display import show_markdown
         from .markdown import escape
@@ -614,12 +614,12 @@ class GatecellMagics(Magics):
 
     def _follow(self, ns: argparse.Namespace, job: Any) -> Any:
         """Poll ``job`` with a progress bar until it ends; show and return what it made."""
-        from gatecell.wire.errors import JobError
+        from gatecell.wire.transport.errors import JobError
 
-        from .display import Progress, provenance, rich_output
+        from .display import JobProgress, provenance, rich_output
         from .values import finished_job
 
-        bar = Progress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
+        bar = JobProgress(f"{job.kind} {job.id}", rich=rich_output(self.defaults.output))
         try:
             job = self.session.gateway.wait(
                 job, on_progress=lambda j: bar.update(j.progress, j.status), timeout=self.defaults.job_timeout
@@ -691,7 +691,7 @@ class GatecellMagics(Magics):
     def _cmd_key(self, ns: argparse.Namespace) -> None:
         import getpass
 
-        from gatecell.wire.secret import Secret
+        from gatecell.wire.util.secret import Secret
 
         value = getpass.getpass("gatecell API key (kept in this kernel only): ").strip()
         if not value:
@@ -721,7 +721,7 @@ class GatecellMagics(Magics):
     def _resume(self, ns: argparse.Namespace) -> Any:
         """A job by its id: this kernel's, or any the log knows (another kernel's, one from
         before a restart); ``--kind`` for a job the log does not know."""
-        from gatecell.wire.errors import InvalidRequest
+        from gatecell.wire.transport.errors import InvalidRequest
 
         try:
             job = self.session.gateway.job(ns.id, kind=ns.kind or self.session.jobs.get(ns.id))
@@ -778,7 +778,7 @@ def _prompt_prov(sent: Any) -> dict[str, Any]:
     sha256; never the bytes)."""
     if isinstance(sent, str):
         return {"prompt": sent}
-    from gatecell.wire.conversation import content_text
+    from gatecell.wire.apis.conversation import content_text
 
     return {
         "prompt": content_text(sent),
@@ -791,7 +791,7 @@ def _reply_text(result: Any) -> str:
     text = getattr(result, "text", None)
     if isinstance(text, str):
         return text
-    from gatecell.wire.text import fence
+    from gatecell.wire.util._text import fence
 
     return fence(json.dumps(getattr(result, "raw", None), indent=2, default=str)[:4000], "json")
 
@@ -805,7 +805,7 @@ def _save(path: str, index: int, count: int, data: bytes, force: bool) -> None:
     --save wrote it (running the cell again); a symbolic link is never followed."""
     from IPython.core.error import UsageError
 
-    from gatecell.wire.private import write_output
+    from gatecell.wire.util.private import write_output
 
     if count > 1:
         stem, ext = os.path.splitext(path)

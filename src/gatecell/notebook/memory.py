@@ -28,7 +28,7 @@ class Turn:
         """The content for a person to read: each picture or file as one line saying what it is."""
         if isinstance(self.content, str):
             return self.content
-        from gatecell.wire.conversation import content_text
+        from gatecell.wire.apis.conversation import content_text
 
         return content_text(self.content)
 

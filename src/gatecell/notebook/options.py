@@ -20,7 +20,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from gatecell.wire.errors import echo
+from gatecell.wire.transport.errors import echo
 
 __all__ = [
     "HelpShown",
@@ -258,7 +258,7 @@ def split_line(line: str, parser: argparse.ArgumentParser) -> tuple[list[str], s
 
 def check_ranges(ns: argparse.Namespace) -> None:
     """SPEC 2.1/8 bounds, checked before anything is sent."""
-    from gatecell.wire.schemas import RANGES, SIZE
+    from gatecell.wire.apis.spec import RANGES, SIZE
 
     for field, (lo, hi) in RANGES.items():
         value = getattr(ns, field, None)

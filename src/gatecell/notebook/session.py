@@ -15,8 +15,8 @@ from .memory import Memory
 
 if TYPE_CHECKING:
     from gatecell.gateway import Gateway
-    from gatecell.wire.results import ModelList
-    from gatecell.wire.secret import Secret
+    from gatecell.wire.transport.results import ModelList
+    from gatecell.wire.util.secret import Secret
 
     from .config import Gatecell
 
@@ -65,7 +65,7 @@ class NotebookSession:
     def served(self) -> ModelList | None:
         """The gateway's model list, asked once per connection; None when it cannot be had."""
         if self._models is None:
-            from gatecell.wire.errors import GatecellError
+            from gatecell.wire.transport.errors import GatecellError
 
             try:
                 self._models = self.gateway.models()
@@ -79,11 +79,6 @@ class NotebookSession:
         self.key_source = source
         self.disconnect()
 
-    def has_key(self) -> bool:
-        from gatecell.wire.settings import resolve
-
-        return self._key is not None or resolve().api_key is not None
-
     def disconnect(self) -> None:
         """Close the client; the next magic connects again with the current settings."""
         if self._gateway is not None:
@@ -94,7 +89,7 @@ class NotebookSession:
     def describe(self) -> dict[str, Any]:
         """Where requests go and whether a key is set, without showing any part of it."""
         from gatecell.connect import local_url
-        from gatecell.wire.settings import resolve
+        from gatecell.wire.transport.settings import resolve
 
         settings = resolve(self.config.base_url or None, self._key)
         handed_down = local_url()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gatecell.wire.text import clip
+from gatecell.wire.util._text import clip
 
 __all__ = ["summarize", "clip", "ROWS", "CHARS"]
 

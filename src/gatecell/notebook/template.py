@@ -13,7 +13,7 @@ A field with neither conversion nor spec is filled with the value summarised for
 (see `summary`: a DataFrame as its shape, dtypes and first rows, every value within a cap),
 or, in a text magic (``pictures=True``), with the value itself when it is a picture (a
 matplotlib figure, a PIL image, an image-shaped array, picture bytes, a ``pathlib`` path:
-`gatecell.wire.attachments.attachment_of`): the prompt is then a list of its text and
+`gatecell.wire.apis.attachments.attachment_of`): the prompt is then a list of its text and
 those pictures, in order, which each API sends as content parts. A string is text, always:
 a variable holding a model's reply that names a file or a URL puts those words in the
 prompt, never the file;
@@ -32,7 +32,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from gatecell.batch.rows import FIELD, FORMATTER
-from gatecell.wire.text import joined
+from gatecell.wire.util._text import joined
 
 from .summary import CHARS, ROWS, clip, summarize
 
@@ -78,8 +78,8 @@ def _picture(match: re.Match[str], value: Any) -> Any:
     """The field's value as an `Attachment` when it is a picture (and has no !conv or :spec)."""
     if match.group("conv") or match.group("spec") or _name(match) == "In":
         return None
-    from gatecell.wire.attachments import attachment_of
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.apis.attachments import attachment_of
+    from gatecell.wire.transport.errors import InvalidRequest
 
     try:
         return attachment_of(value)
@@ -118,7 +118,7 @@ def _fill(match: re.Match[str], value: Any, text: str, rows: int, chars: int) ->
         if conv or spec:
             filled = clip(FORMATTER.format_field(FORMATTER.convert_field(value, conv), spec or ""), chars)
         elif name == "In" and isinstance(value, str):
-            from gatecell.wire.text import fence
+            from gatecell.wire.util._text import fence
 
             filled = fence(clip(value.rstrip("\n"), chars), "python")
         else:

@@ -2,7 +2,7 @@
 
 NAME is looked up in the notebook's namespace (``Review``, or ``models.Review``): a pydantic
 model class, a ``TypedDict``, a JSON Schema dict, an ``Enum`` or a list of labels, made a
-`gatecell.wire.structured.Schema` before anything is sent, so a name that is missing or
+`gatecell.wire.typed.structured.Schema` before anything is sent, so a name that is missing or
 is no schema is one line and no request. The answer is read whole (no stream), shown as
 the value it validated to (JSON, through the safe renderer), or as the answer with the
 reason it did not; the value of ``-o VAR`` keeps it in ``.parsed`` (``.parse_error``).
@@ -24,8 +24,8 @@ def typed_options(name: str, ns: argparse.Namespace, namespace: Mapping[str, Any
     """``{"schema": Schema}`` for what ``--schema NAME`` or ``--choices A,B,C`` ask (none:
     ``{}``), for the client's and ``map``'s keyword arguments; a `UsageError` for a name or
     value that will not do."""
-    from gatecell.wire.errors import InvalidRequest
-    from gatecell.wire.structured import Schema
+    from gatecell.wire.transport.errors import InvalidRequest
+    from gatecell.wire.typed.structured import Schema
 
     schema, choices = getattr(ns, "schema", None), getattr(ns, "choices", None)
     if schema is None and choices is None:
@@ -66,7 +66,7 @@ def _looked_up(dotted: str, namespace: Mapping[str, Any]) -> Any:
 def shown_typed(reply: Any, text: str, schema: Any) -> tuple[str, str | None]:
     """What a typed reply shows: the value as JSON (a label as it is), or the answer
     fenced with the reason it did not validate as the note under it."""
-    from gatecell.wire.text import fence
+    from gatecell.wire.util._text import fence
 
     parsed, problem = getattr(reply, "parsed", None), getattr(reply, "parse_error", None)
     if problem is not None or parsed is None:

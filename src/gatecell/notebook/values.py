@@ -16,7 +16,7 @@ from typing import Any
 
 from IPython.display import display
 
-from gatecell.wire.results import Job
+from gatecell.wire.transport.results import Job
 
 from .display import media_bundle
 from .markdown import to_html

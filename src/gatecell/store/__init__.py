@@ -10,7 +10,7 @@ usage totals, and job records that outlive a kernel.
     s.record_job("video", job_id, gateway=base_url, prompt=..., state="queued")
     store.logs(n=5, q="lighthouse")      # newest first, as dicts
 
-The tables are documented in `gatecell.store.schema` and ``docs/store.md``; the settings in
+The tables are documented in `gatecell.store.tables` and ``docs/store.md``; the settings in
 `gatecell.store.config`.
 """
 

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gatecell.wire.settings import env_flag, home
+from gatecell.wire.transport.settings import env_flag, home
 
 __all__ = ["StoreSettings", "settings", "home", "DB_NAME"]
 

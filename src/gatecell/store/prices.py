@@ -20,7 +20,7 @@ what is wrong.
 
 Every figure is bounded before it is kept or summed: a price from 0 to `MAX_PRICE` dollars
 per million tokens (a file's, a model info's), a cost from 0 to
-`gatecell.wire.results.MAX_COST` (the gateway's, or one worked out here); anything else
+`gatecell.wire.transport.results.MAX_COST` (the gateway's, or one worked out here); anything else
 (``inf``, ``NaN``, ``1e308``, a negative) is refused or unknown, so a hostile gateway cannot
 make a total ``inf`` in the log, and a price it gave earlier is checked again when read back.
 """
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.errors import ConfigError
-from gatecell.wire.results import dollars
+from gatecell.wire.transport.errors import ConfigError
+from gatecell.wire.transport.results import dollars
 
 __all__ = [
     "Price",

@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gatecell.wire.results import MAX_COST
-from gatecell.wire.secret import redact, redact_json
+from gatecell.wire.transport.results import MAX_COST
+from gatecell.wire.util.secret import redact, redact_json
 
 from .keys import gateway_address
 from .prices import SOURCES, Price, per_token
 from .records import iso, text_of
-from .schema import index_new
+from .tables import index_new
 
 __all__ = [
     "CachedReply",
@@ -273,8 +273,8 @@ def _content(content: Any) -> Any:
         isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
     ):
         return text
-    from gatecell.wire.conversation import neutral
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.apis.conversation import neutral
+    from gatecell.wire.transport.errors import InvalidRequest
 
     items = []
     for part in content:

@@ -4,7 +4,7 @@ The caller's side (`ExchangeEntry`, `JobEntry`) only keeps references: building 
 few microseconds. Everything that costs more (JSON, redaction, hashing, reading usage in its
 several shapes) happens here, in the writer thread.
 
-Every text column goes through `gatecell.wire.secret.redact` (the entry's secrets, the
+Every text column goes through `gatecell.wire.util.secret.redact` (the entry's secrets, the
 process's keys, key shapes, credentials), the JSON ones after decoding (`redact_json`): a key
 a gateway sent as ``\\u`` escapes is masked too, and the cache, which replays what is stored,
 replays it masked. Only the columns gatecell computes itself (time, cache key, sizes,
@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from gatecell.wire.apis import api_of
-from gatecell.wire.conversation import content_summary  # here, not in the writer thread (see to_json)
-from gatecell.wire.secret import Secret, redact, redact_json, suspect
-from gatecell.wire.structured import instruction
+from gatecell.wire.apis.conversation import content_summary  # here, not in the writer thread (see to_json)
+from gatecell.wire.apis.names import api_of
+from gatecell.wire.typed.structured import instruction
+from gatecell.wire.util.secret import Secret, redact, redact_json, suspect
 
 from .keys import cache_key, gateway_address
 
@@ -74,7 +74,7 @@ class ExchangeEntry:
     media_type: str | None
     log_media: bool
     secrets: Secrets
-    schema: Any = None  # a typed answer's `gatecell.wire.structured.Schema`
+    schema: Any = None  # a typed answer's `gatecell.wire.typed.structured.Schema`
     parsed_json: str | None = None  # and the value read from it, as JSON
     cost: float | None = None
     cost_source: str | None = None

@@ -2,7 +2,7 @@
 and ``jobs`` print (and what the notebook's ``%gatecell log`` can show).
 
 What the log holds came from gateways and models: every text made here for a terminal or a
-file goes through `gatecell.wire.terminal.printable`, so control sequences in it are shown
+file goes through `gatecell.wire.util._terminal.printable`, so control sequences in it are shown
 escaped, never obeyed (a JSON line keeps its escapes valid JSON)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import math
 from datetime import date, datetime, timezone
 from typing import Any
 
-from gatecell.wire.errors import InvalidRequest, echo
-from gatecell.wire.terminal import printable
+from gatecell.wire.transport.errors import InvalidRequest, echo
+from gatecell.wire.util._terminal import printable
 
 from .queries import StoredJob, UsageRow
 from .records import iso

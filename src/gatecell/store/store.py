@@ -28,7 +28,7 @@ their caller asked for the data.
 
 The log is private, and what it holds is trusted (a cache hit is shown as the gateway's answer,
 a conversation is sent again): its folder is 0700 and its files 0600, and a folder or file of
-another user, one others may write, or a symbolic link is never used (`gatecell.wire.private`):
+another user, one others may write, or a symbolic link is never used (`gatecell.wire.util.private`):
 the store is off, said in one line, as for any other fault.
 """
 
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import _thread
 import atexit
+import collections
 import contextlib
 import heapq
 import itertools
@@ -51,10 +52,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gatecell.wire.apis import CACHEABLE, api_of
-from gatecell.wire.errors import GatecellError
-from gatecell.wire.private import Untrusted, create_private, private_file, private_folder
-from gatecell.wire.secret import Secret
+from gatecell.wire.apis.names import TEXT_APIS, api_of
+from gatecell.wire.transport.errors import GatecellError
+from gatecell.wire.util.private import Untrusted, create_private, private_file, private_folder
+from gatecell.wire.util.secret import Secret
 
 from . import queries
 from .checkpoints import Checkpointer
@@ -71,7 +72,7 @@ from .records import (
     job_row,
     usage_counts,
 )
-from .schema import migrate
+from .tables import migrate
 
 __all__ = ["Store", "StoreError", "connect"]
 
@@ -170,7 +171,7 @@ def _snapshot(request: Any) -> Any:
 
 
 class Store:
-    """The log, cache and job records in one SQLite file (see `gatecell.store.schema`).
+    """The log, cache and job records in one SQLite file (see `gatecell.store.tables`).
 
     ``log=False`` keeps reads and lookups but writes nothing; ``log_media`` keeps the bytes
     of media replies (otherwise type, size and sha256 only).
@@ -187,8 +188,13 @@ class Store:
         _STORES.add(self)
 
     def _setup(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # wakes the writer (or stops it)
+        self._entries: collections.deque[Entry] = collections.deque()  # what waits to be written
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # held by whichever thread writes (see `wait`)
+        self._conn: sqlite3.Connection | None = None  # the writes' connection (under `_writing`)
+        self._checkpoints: Checkpointer | None = None
+        self._rolled_back = False  # the last write was undone (see `_here`)
         self._thread: threading.Thread | None = None
         self._local = threading.local()
         self._queued = 0  # entries put on the queue: the last ticket given
@@ -237,6 +243,7 @@ class Store:
         parsed_json: str | None = None,
         cost: float | None = None,
         cost_source: str | None = None,
+        wake: bool = True,
     ) -> int | None:
         """Log one exchange; returns at once, with the entry's ticket for `wait` and
         `committed` (None when nothing is logged: logging off, or the store off).
@@ -250,10 +257,12 @@ class Store:
         ``log_media``). Every ``secrets`` value is masked wherever it appears, as is anything
         shaped like a key. ``at`` is the exchange's time (unix seconds, default now);
         ``cache_key``, when the caller has computed it already, saves computing it again.
-        ``schema`` is a typed answer's `gatecell.wire.structured.Schema`, ``parsed_json``
+        ``schema`` is a typed answer's `gatecell.wire.typed.structured.Schema`, ``parsed_json``
         the value read from it as JSON text (`Schema.logged`: made by the caller, so that no
         model instance waits for the writer). ``cost`` is what it cost in US dollars, and
-        ``cost_source`` who said (`prices.SOURCES`; see `pricing`).
+        ``cost_source`` who said (`prices.SOURCES`; see `pricing`). ``wake=False`` is for a
+        caller that waits for the ticket (`wait` writes it on the caller's thread when no
+        other is writing; `committed` wakes the writer): the writer is not woken for it.
         """
         if not self.log_enabled or self.off is not None:
             return None
@@ -287,7 +296,8 @@ class Store:
                 parsed_json,
                 cost,
                 cost_source,
-            )
+            ),
+            wake,
         )
 
     def record_job(
@@ -397,7 +407,9 @@ class Store:
             return None
         return self._put(entry)
 
-    def _put(self, entry: Entry) -> int:
+    def _put(self, entry: Entry, wake: bool = True) -> int:
+        """Queue ``entry``; its ticket. ``wake=False`` leaves the writer asleep: whoever waits
+        for the ticket writes it (`wait`), or wakes the writer (`committed`)."""
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -408,17 +420,33 @@ class Store:
             answers = _answers(entry)
             if answers is not None:
                 self._answers[answers] += 1
-            self._queue.put(entry)
+            self._entries.append(entry)
+            if wake:
+                self._queue.put(None)
             return self._queued
 
     # -- waiting for commits ------------------------------------------------------------------
 
     def wait(self, ticket: int | None, timeout: float | None = None) -> bool:
         """Block until the entry of ``ticket`` (and every one before it) is committed, or
-        dropped by a fault; False if ``timeout`` seconds passed first."""
+        dropped by a fault; False if ``timeout`` seconds passed first.
+
+        When no thread is writing, the caller writes what waits itself, on its own thread: two
+        thread switches (waking the writer, being woken by it) cost a call more than its
+        commit does. A ``KeyboardInterrupt`` is raised only once SQLite's call returns
+        (tests/store/test_interrupts.py), so an interrupted write is undone or done whole,
+        never half: what was not committed goes back to wait for the writer (`_here`)."""
+        if ticket is None or self._written >= ticket:
+            return True
+        if self._writing.acquire(blocking=False):
+            try:
+                self._here(ticket)
+            finally:
+                self._writing.release()
         with self._lock:
-            if ticket is None or self._written >= ticket:
+            if self._written >= ticket:
                 return True
+            self._queue.put(None)  # what is left is the writer's (some may not have woken it)
             lock = _thread.allocate_lock()
             lock.acquire()
             heapq.heappush(self._waiters, (ticket, next(self._order), lock))
@@ -436,6 +464,7 @@ class Store:
             if ticket is None or self._written >= ticket:
                 future.set_result(None)
                 return future
+            self._queue.put(None)  # entries put without waking the writer: it takes them now
             heapq.heappush(self._waiters, (ticket, next(self._order), future))
         if timeout is not None:
             timer = loop.call_later(timeout, _resolve, (future,))
@@ -475,33 +504,65 @@ class Store:
             ending.put(_STOP)
         thread.join(timeout)
 
-    def _run(self, entries: queue.SimpleQueue[Any]) -> None:
+    def _run(self, wakes: queue.SimpleQueue[Any]) -> None:
         """The writer: every entry waiting goes in the next transaction (group commit)."""
-        conn: sqlite3.Connection | None = None
-        checkpoints = Checkpointer(self.path, connect)
         while True:
-            batch = [entries.get()]
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < _BATCH:
-                    batch.append(entries.get_nowait())
-            stop = batch[-1] is _STOP  # nothing follows the stop: close() gave this queue up
-            if stop:
-                batch.pop()
-            if batch:
-                try:
-                    conn = self._write(batch, conn)
-                except Exception as exc:  # the writer must outlive anything: callers wait on it
-                    self._fail(exc)
-                self._done(batch)
-                checkpoints.count(len(batch))
-            if stop:
-                checkpoints.stop()
-                if conn is not None:
-                    conn.close()
-                return
+            stop = wakes.get() is _STOP  # nothing follows the stop: close() gave this queue up
+            with self._writing:
+                while batch := self._take():
+                    self._write(batch)
+                    self._done(batch)
+                if stop:
+                    self._end()
+                    return
 
-    def _write(self, entries: list[Entry], conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
-        """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
+    def _take(self) -> list[Entry]:
+        """The entries waiting, in order, `_BATCH` at most (under `_writing`)."""
+        entries = self._entries
+        with self._lock:
+            return [entries.popleft() for _ in range(min(len(entries), _BATCH))]
+
+    def _here(self, ticket: int) -> None:
+        """`wait`'s writes on the caller's thread (under `_writing`), up to ``ticket``. A
+        locked file is left to the writer, who waits for it; so is whatever an interrupt
+        (Ctrl-C) kept from being committed: SQLite's calls are never cut short (a signal is
+        raised between them), and a transaction the interrupt left open is rolled back."""
+        while self._written < ticket and (batch := self._take()):
+            conn = self._conn
+            before = conn.total_changes if conn is not None else 0
+            self._rolled_back = False
+            try:
+                written = self._write(batch, patient=False)
+            except BaseException:
+                conn = self._conn
+                landed = conn is not None and not self._rolled_back and not conn.in_transaction
+                if landed and conn is not None and conn.total_changes > before:
+                    self._done(batch)
+                else:
+                    if conn is not None and conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                    self._entries.extendleft(reversed(batch))
+                    self._queue.put(None)
+                raise
+            if not written:  # the file is locked: the writer waits for it, the caller for the writer
+                self._entries.extendleft(reversed(batch))
+                return
+            self._done(batch)
+
+    def _end(self) -> None:
+        """Close the writes' connection and stop the checkpoints (under `_writing`)."""
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
+            self._checkpoints = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _write(self, entries: list[Entry], patient: bool = True) -> bool:
+        """Commit ``entries`` in one transaction (under `_writing`); False only when the file
+        stayed locked and ``patient`` is False (nothing written: the entries are still to
+        write). A fault turns the store off, and the entries count as done."""
         exchanges, jobs, prices = [], [], []
         for entry in entries:
             try:
@@ -519,11 +580,13 @@ class Store:
             if self.off is not None or not (exchanges or jobs or prices):
                 break
             try:
-                if conn is None:
-                    conn = connect(self.path)
-                    conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-                self._commit(conn, exchanges, jobs, prices)
+                if self._conn is None:
+                    self._conn = connect(self.path)
+                    self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
+                self._commit(self._conn, exchanges, jobs, prices)
             except sqlite3.OperationalError as exc:
+                if _busy(exc) and not patient:
+                    return False
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
                     break
@@ -531,14 +594,20 @@ class Store:
             except (sqlite3.Error, OSError) as exc:
                 self._fail(exc)
                 break
+            except Exception as exc:  # the writes must outlive anything: callers wait on them
+                self._fail(exc)
+                break
             else:
                 self.batches += 1
                 self.rows += len(exchanges) + len(jobs)
+                if self._checkpoints is None:
+                    self._checkpoints = Checkpointer(self.path, connect)
+                self._checkpoints.count(len(entries))
                 break
-        return conn
+        return True
 
-    @staticmethod
     def _commit(
+        self,
         conn: sqlite3.Connection,
         exchanges: list[tuple[Any, ...]],
         jobs: list[tuple[Any, ...]],
@@ -556,6 +625,7 @@ class Store:
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite rolls back by itself after some errors (a full disk)
+                self._rolled_back = True
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
@@ -673,7 +743,7 @@ class Store:
     def _forget_after_fork(self) -> None:
         """In a forked child: the writer thread did not come along, and the parent's
         connections and queued entries are the parent's business. Start afresh."""
-        _ORPHANS.append(self._local)  # its connections are never closed here: they are the parent's
+        _ORPHANS.extend((self._local, self._conn))  # never closed here: they are the parent's
         self._setup()
 
 
@@ -693,7 +763,7 @@ def _answers(entry: Entry) -> str | None:
     None when it can answer none: a job, an error, a partial reply, a cache hit, media."""
     if not isinstance(entry, ExchangeEntry) or entry.cached or entry.partial or entry.error is not None:
         return None
-    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in CACHEABLE:
+    if (entry.status or 0) >= 400 or api_of(entry.endpoint) not in TEXT_APIS:
         return None
     return entry.cache_key or ""
 

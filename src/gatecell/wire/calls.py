@@ -24,24 +24,43 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gatecell._version import __version__
+from gatecell.wire.apis import spec
+from gatecell.wire.apis._decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
+from gatecell.wire.apis.conversation import to_responses
+from gatecell.wire.apis.jobs import JobPaths, job_state, submitted_id, wait_program
+from gatecell.wire.apis.routing import PatternLike, Router, to_chat
+from gatecell.wire.apis.spec import ChatCompletion, usage_of
+from gatecell.wire.apis.streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
+from gatecell.wire.transport.errors import APIError, GatecellError, body_error, connection_error, json_body
+from gatecell.wire.transport.exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange, logger
+from gatecell.wire.transport.http import Headers, Request, Response, TransportError, same_origin
+from gatecell.wire.transport.results import (
+    Audio,
+    ImageResult,
+    Job,
+    Media,
+    ModelList,
+    Reply,
+    ResponseMeta,
+    images_of,
+)
+from gatecell.wire.transport.settings import Settings, env_flag, env_number, split_query
+from gatecell.wire.typed.rounds import rounds
+from gatecell.wire.typed.structured import Support
+from gatecell.wire.typed.typed_calls import Typed, TypedAnswer, read_answer
+from gatecell.wire.util.secret import Secret, protect_logs, redact_data
 
-from . import schemas
-from .conversation import to_responses
-from .decoders import BodyDecoder, ChatDecoder, Decoder, ResponsesDecoder
-from .errors import APIError, GatecellError, body_error, connection_error, json_body
-from .exchange import Call, Pending, Program, Read, RetryPolicy, Wait, exchange, logger
-from .http import Headers, Request, Response, TransportError, same_origin
-from .jobs import JobPaths, job_state, submitted_id, wait_program
-from .results import Audio, ImageResult, Job, Media, ModelList, Reply, ResponseMeta, images_of
-from .routing import PatternLike, Router, to_chat
-from .schemas import ChatCompletion, usage_of
-from .secret import Secret, protect_logs, redact_data
-from .settings import Settings, env_flag, env_number, split_query
-from .streams import AsyncChatStream, AsyncTextStream, ChatStream, Stream, TextStream
-from .structured import Support
-from .typed_calls import Typed, read_answer, typed_call
-
-__all__ = ["Calls", "Options", "Hooks", "Outcome", "Parse", "JSON_CAP", "MEDIA_CAP", "USER_AGENT"]
+__all__ = [
+    "Calls",
+    "Options",
+    "Hooks",
+    "Outcome",
+    "Parse",
+    "JSON_CAP",
+    "MEDIA_CAP",
+    "USER_AGENT",
+    "EMPTY_REPLY",
+]
 
 # Default caps on a response body (``max_response_bytes`` unset). A JSON answer or a stream
 # of text past 64 MiB is no reply a model gives, but it is what a hostile or broken gateway
@@ -55,6 +74,9 @@ Parse = Callable[[Call, Response, ResponseMeta], Any]
 
 
 USER_AGENT = f"gatecell/{__version__}"
+# A batch's row whose answer has no text (and no typed value): its error, and what its log entry
+# says, so the log never answers with it.
+EMPTY_REPLY = "empty reply: no text came back (not kept as an answer: a new run sends this row again)"
 
 
 @dataclass(frozen=True)
@@ -136,7 +158,8 @@ class Outcome:
     ``partial`` tells a stream cut by an error or closed by the caller before its end.
     ``error`` is the `GatecellError` the call raised; ``meta`` is None when no answer came.
     ``body`` is the raw body of a whole (not streamed) answer; ``note`` is what the hooks
-    said when the call started (theirs to read).
+    said when the call started (theirs to read); ``schema`` what a typed answer had to be
+    (a `structured.Schema`; the value read is the result's ``.parsed``).
     """
 
     call: Call
@@ -146,6 +169,7 @@ class Outcome:
     partial: bool = False
     body: bytes | None = None
     note: Any = None
+    schema: Any = None
 
 
 class Hooks:
@@ -177,6 +201,15 @@ class Hooks:
 
     def job_kind(self, job_id: str) -> str | None:
         """The kind of the job with this id, when the hooks know it (the log does)."""
+        return None
+
+    def for_batch(self, cache: bool) -> Hooks:
+        """These hooks as a batch's rows use them (``cache``: rows are answered from the log):
+        see `gatecell.journal.BatchJournal`. These do nothing either way."""
+        return self
+
+    def settled(self) -> Pending | None:
+        """The commit of everything these hooks logged so far, to wait for (None: nothing)."""
         return None
 
 
@@ -242,7 +275,7 @@ class Calls:
     def _settle(self) -> None:
         locate = self._locate
         if locate is None:
-            from .errors import ConfigError
+            from gatecell.wire.transport.errors import ConfigError
 
             raise ConfigError("no gateway address: set GATECELL_BASE_URL (or base_url=)")
         settings = locate()
@@ -326,10 +359,11 @@ class Calls:
             seconds=options.request_timeout,
         )
 
-    def _call(self, call: Call, parse: Parse) -> Program[Any]:
-        """One call, start to end: send it (with retries and redirects), parse the answer,
-        and tell the hooks how it ended; a stream tells them itself when it ends. When the
-        hooks have the answer already, it is parsed by the same parser and nothing is sent."""
+    def _call(self, call: Call, parse: Parse, schema: Any = None) -> Program[Any]:
+        """One call, start to end: send it (with retries and redirects), parse the answer
+        (read as a typed answer of ``schema``, when given), and tell the hooks how it ended;
+        a stream tells them itself when it ends. When the hooks have the answer already, it
+        is parsed by the same parser and nothing is sent."""
         note, answered = self.hooks.started(call)
         failure: GatecellError | None = None
         try:
@@ -342,14 +376,14 @@ class Calls:
                 if call.stream and not _is_sse(response) and not response.is_closed:
                     yield Read(response)  # a whole body where a stream was asked: parsed as one
             result = parse(call, response, meta)
-            if call.schema is not None:
-                read_answer(result, call.schema)  # before the hooks hear of it: the log keeps the value
+            if schema is not None:
+                read_answer(result, schema)  # before the hooks hear of it: the log keeps the value
         except TransportError as exc:  # reading an unexpected whole body broke
             failure = connection_error(exc, call.method, call.path)
         except GatecellError as error:
             failure = error
         if failure is not None:
-            pending = self._ended(Outcome(call, error=failure, note=note))
+            pending = self._ended(Outcome(call, error=failure, note=note, schema=schema))
             if pending is not None:
                 yield Wait(pending)
             raise failure
@@ -363,7 +397,8 @@ class Calls:
             )
         else:
             body = None if call.stream or _is_sse(response) else response.content
-            pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note))
+            meta.body = body
+            pending = self._ended(Outcome(call, result, meta=meta, body=body, note=note, schema=schema))
             if pending is not None:  # what the caller is shown is in the log first
                 yield Wait(pending)
         return result
@@ -408,7 +443,7 @@ class Calls:
             raise error
         return body
 
-    def _chat(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+    def _chat(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
         if not self.router.wants_responses(request.model):
             try:
                 return (yield from self._chat_completions(request, schema))
@@ -423,12 +458,10 @@ class Calls:
                 )
         return (yield from self._chat_responses(request, schema))
 
-    def _chat_completions(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
-        call = Call(
-            "POST", "/v1/chat/completions", _dump(request), request.stream, request.model, schema=schema
-        )
+    def _chat_completions(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
+        call = Call("POST", "/v1/chat/completions", request_body(request), request.stream, request.model)
         return self._call(
-            call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion
+            call, self._opener(ChatDecoder, self._chat_stream) if request.stream else self._completion, schema
         )
 
     def _asks_usage(self) -> bool:
@@ -456,17 +489,15 @@ class Calls:
         completion._meta = meta
         return completion
 
-    def _chat_responses(self, request: schemas.ChatRequest, schema: Any) -> Program[Any]:
+    def _chat_responses(self, request: spec.ChatRequest, schema: Any) -> Program[Any]:
         body = to_responses(request.model_dump(exclude_none=True))
-        call = Call(
-            "POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model, schema=schema
-        )
+        call = Call("POST", "/v1/responses", json.dumps(body).encode(), request.stream, request.model)
         parse = (
             self._opener(ResponsesDecoder, self._chat_stream)
             if request.stream
             else self._responses_completion
         )
-        return self._call(call, parse)
+        return self._call(call, parse, schema)
 
     def _responses_completion(self, call: Call, response: Response, meta: ResponseMeta) -> ChatCompletion:
         if _is_sse(response):
@@ -512,8 +543,9 @@ class Calls:
         validate: Callable[[dict[str, Any]], Any],
         send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
-        """The rounds of a typed call (`typed_calls.typed_call`) with this client's support."""
-        return typed_call(api, model, data, typed, self.support, self._model_metadata, validate, send)
+        """The rounds of a typed call (`typed_calls.TypedAnswer`) with this client's support."""
+        policy = TypedAnswer(api, model, data, typed, self.support, self._model_metadata, validate)
+        return rounds(policy, lambda body: send(validate(body), typed.schema))
 
     def _model_metadata(self) -> Program[Any]:
         """LiteLLM's ``GET /model/info`` body, asked once, without retries and unlogged (it
@@ -526,8 +558,9 @@ class Calls:
             return None
         return redact_data(json_body(response.content))
 
-    def _native(self, call: Call, decoder_cls: type[Decoder]) -> Program[Any]:
-        return self._call(call, self._opener(decoder_cls, self._text_stream) if call.stream else self._reply)
+    def _native(self, call: Call, decoder_cls: type[Decoder], schema: Any = None) -> Program[Any]:
+        parse = self._opener(decoder_cls, self._text_stream) if call.stream else self._reply
+        return self._call(call, parse, schema)
 
     def _reply(self, call: Call, response: Response, meta: ResponseMeta) -> Reply:
         reply = Reply(self._json(response, call), meta)
@@ -562,7 +595,7 @@ class Calls:
             return self._job_from(kind, submitted_id(kind, body), body, meta)
 
         job = yield from self._call(
-            Call("POST", self.options.job_paths.submit(kind), _dump(request), model=model), parse
+            Call("POST", self.options.job_paths.submit(kind), request_body(request), model=model), parse
         )
         wait, on_progress, timeout, interval = waiting
         if wait:
@@ -595,7 +628,8 @@ class Calls:
         )
 
 
-def _dump(request: Any) -> bytes:
+def request_body(request: Any) -> bytes:
+    """A validated request model as the JSON bytes sent (its unset fields left out)."""
     return request.model_dump_json(exclude_none=True).encode()
 
 

@@ -1,6 +1,6 @@
 """The endpoints of SPEC section 4, one method each, written once for every client.
 
-Each method checks its arguments (SPEC 2 and 8, before anything is sent: `schemas`), builds
+Each method checks its arguments (SPEC 2 and 8, before anything is sent: `apis.spec`), builds
 the request body and hands the program of its `Call` (see `calls`) to ``self._run``. A
 subclass says what running is: `gatecell.gateway.Gateway` runs it with the sync driver and
 returns the result, `AsyncGateway` returns the coroutine of the async driver, `Programs`
@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
-from . import schemas
-from .calls import Calls, Hooks
-from .conversation import for_api, outgoing, with_parts
-from .decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
-from .errors import InvalidRequest
-from .exchange import Call, Program
-from .jobs import wait_program
-from .results import Job
-from .streams import ChatStream, TextStream
-from .typed_calls import Typed, typed_request
+from gatecell.wire.apis import spec
+from gatecell.wire.apis._decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
+from gatecell.wire.apis.conversation import for_api, outgoing, with_parts
+from gatecell.wire.apis.jobs import wait_program
+from gatecell.wire.apis.streams import ChatStream, TextStream
+from gatecell.wire.calls import Calls, Hooks, request_body
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.exchange import Call, Program
+from gatecell.wire.transport.results import Job
+from gatecell.wire.typed.typed_calls import Typed, typed_request
 
 __all__ = ["Endpoints", "Programs", "Messages"]
 
@@ -48,7 +48,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     # -- conversation -----------------------------------------------------------------
     #
     # Keyword arguments beyond a method's parameters are body fields, and must be ones
-    # the endpoint is known to take (schemas: ``known_fields``); any other name is refused
+    # the endpoint is known to take (spec: ``known_fields``); any other name is refused
     # before sending, naming the closest known one. Fields gatecell does not know go,
     # deliberately and unchecked, in ``extra_body``.
 
@@ -128,8 +128,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if stream and self._asks_usage():
             data["stream_options"] = {"include_usage": True}
-        body = self._body(schemas.ChatRequest, self.chat, data, fields, extra_body)
-        return self._run(self._conversation("chat", model, schemas.ChatRequest, body, typed, self._chat))
+        body = self._body(spec.ChatRequest, self.chat, data, fields, extra_body)
+        return self._run(self._conversation("chat", model, spec.ChatRequest, body, typed, self._chat))
 
     @overload
     def messages(
@@ -189,13 +189,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             "max_tokens": max_tokens,
             "stream": stream,
         }
-        body = self._body(schemas.MessagesRequest, self.messages, data, fields, extra_body)
+        body = self._body(spec.MessagesRequest, self.messages, data, fields, extra_body)
 
-        def send(request: schemas.MessagesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/messages", _dump(request), stream, model, schema=schema)
-            return self._native(call, MessagesDecoder)
+        def send(request: spec.MessagesRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", "/v1/messages", request_body(request), stream, model)
+            return self._native(call, MessagesDecoder, schema)
 
-        return self._run(self._conversation("messages", model, schemas.MessagesRequest, body, typed, send))
+        return self._run(self._conversation("messages", model, spec.MessagesRequest, body, typed, send))
 
     @overload
     def generate_content(
@@ -251,7 +251,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
         data = {"contents": with_parts("generate-content", contents)}
-        body = self._body(schemas.GenerateContentRequest, self.generate_content, data, fields, extra_body)
+        body = self._body(spec.GenerateContentRequest, self.generate_content, data, fields, extra_body)
         name = quote(model.removeprefix("models/"), safe="-._~@")
         path = (
             f"/v1beta/models/{name}:streamGenerateContent?alt=sse"
@@ -259,11 +259,11 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             else f"/v1beta/models/{name}:generateContent"
         )
 
-        def send(request: schemas.GenerateContentRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", path, _dump(request), stream, model, auth="goog", schema=schema)
-            return self._native(call, GenerateContentDecoder)
+        def send(request: spec.GenerateContentRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", path, request_body(request), stream, model, auth="goog")
+            return self._native(call, GenerateContentDecoder, schema)
 
-        request_model = schemas.GenerateContentRequest
+        request_model = spec.GenerateContentRequest
         return self._run(self._conversation("generate-content", model, request_model, body, typed, send))
 
     @overload
@@ -325,13 +325,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
-        body = self._body(schemas.ResponsesRequest, self.responses, data, fields, extra_body)
+        body = self._body(spec.ResponsesRequest, self.responses, data, fields, extra_body)
 
-        def send(request: schemas.ResponsesRequest, schema: Any) -> Program[Any]:
-            call = Call("POST", "/v1/responses", _dump(request), stream, model, schema=schema)
-            return self._native(call, ResponsesDecoder)
+        def send(request: spec.ResponsesRequest, schema: Any) -> Program[Any]:
+            call = Call("POST", "/v1/responses", request_body(request), stream, model)
+            return self._native(call, ResponsesDecoder, schema)
 
-        return self._run(self._conversation("responses", model, schemas.ResponsesRequest, body, typed, send))
+        return self._run(self._conversation("responses", model, spec.ResponsesRequest, body, typed, send))
 
     @overload
     def converse(
@@ -414,8 +414,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> _Image:
         """Image generation: `ImageResult` whose ``images`` come from ``b64_json`` or URLs."""
         data = {"model": model, "prompt": prompt, "size": size}
-        request = self._request(schemas.ImageRequest, self.image, data, fields, extra_body)
-        call = Call("POST", "/v1/images/generations", _dump(request), model=model)
+        request = self._request(spec.ImageRequest, self.image, data, fields, extra_body)
+        call = Call("POST", "/v1/images/generations", request_body(request), model=model)
         return self._run(self._call(call, self._image))
 
     def speech(
@@ -430,8 +430,8 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> _Audio:
         """Text to speech: `Audio` bytes, with the format sniffed from the bytes themselves."""
         data = {"model": model, "voice": voice, "input": input, "response_format": response_format}
-        request = self._request(schemas.SpeechRequest, self.speech, data, fields, extra_body)
-        call = Call("POST", "/v1/audio/speech", _dump(request), model=model, media=True)
+        request = self._request(spec.SpeechRequest, self.speech, data, fields, extra_body)
+        call = Call("POST", "/v1/audio/speech", request_body(request), model=model, media=True)
         return self._run(self._call(call, self._speech((request.model_extra or {}).get("response_format"))))
 
     def models(self) -> _Models:
@@ -452,7 +452,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         **fields: Any,
     ) -> _Job:
         """Job-style image: submit, and with ``wait`` poll until done."""
-        request = self._request(schemas.ImagineRequest, self.imagine, {"prompt": prompt}, fields, extra_body)
+        request = self._request(spec.ImagineRequest, self.imagine, {"prompt": prompt}, fields, extra_body)
         return self._run(self._submit("imagine", request, None, (wait, on_progress, timeout, interval)))
 
     def video(
@@ -469,7 +469,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> _Job:
         """Video generation (a job: queued, in progress, completed; content fetched on use)."""
         data = {"model": model, "prompt": prompt}
-        request = self._request(schemas.VideoRequest, self.video, data, fields, extra_body)
+        request = self._request(spec.VideoRequest, self.video, data, fields, extra_body)
         return self._run(self._submit("video", request, model, (wait, on_progress, timeout, interval)))
 
     def music(
@@ -486,7 +486,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> _Job:
         """Job-style music: submit, and with ``wait`` poll until done."""
         data = {"prompt": prompt, "style": style}
-        request = self._request(schemas.MusicRequest, self.music, data, fields, extra_body)
+        request = self._request(spec.MusicRequest, self.music, data, fields, extra_body)
         return self._run(self._submit("music", request, None, (wait, on_progress, timeout, interval)))
 
     def job(self, id: str, *, kind: str | None = None) -> _Job:
@@ -517,19 +517,19 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
 
     @staticmethod
     def _request(
-        model: type[schemas.R],
+        model: type[spec.R],
         method: Callable[..., Any],
         data: dict[str, Any],
         fields: dict[str, Any],
         extra_body: Mapping[str, Any] | None,
-    ) -> schemas.R:
+    ) -> spec.R:
         """The validated request: the method's arguments, the body fields it may take, and
         ``extra_body`` as it is."""
-        return schemas.validate(model, Endpoints._body(model, method, data, fields, extra_body))
+        return spec.validate(model, Endpoints._body(model, method, data, fields, extra_body))
 
     @staticmethod
     def _body(
-        model: type[schemas.RequestModel],
+        model: type[spec.RequestModel],
         method: Callable[..., Any],
         data: dict[str, Any],
         fields: dict[str, Any],
@@ -538,7 +538,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         """`_request`'s body, not validated yet: a keyword argument the endpoint does not
         take is refused here."""
         if fields:
-            schemas.refuse_unknown(model, method, fields)
+            spec.refuse_unknown(model, method, fields)
             data.update(fields)
         if extra_body:
             data.update(extra_body)
@@ -548,13 +548,13 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         self,
         api: str,
         model: str,
-        request_model: type[schemas.RequestModel],
+        request_model: type[spec.RequestModel],
         body: dict[str, Any],
         typed: Typed | None,
         send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
         """The program of a text endpoint: ``send(request, schema)`` of the body validated
-        now; with ``typed``, the rounds of a typed call (`typed_calls.typed_call`), each
+        now; with ``typed``, the rounds of a typed call (`typed_calls.TypedAnswer`), each
         round's body validated as the program makes it. Every body's conversation goes
         through the one redaction first (`conversation.outgoing`), every round's too."""
         validate = functools.partial(_validated, request_model, self.api_key)
@@ -583,13 +583,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         return programs
 
 
-def _validated(request_model: type[schemas.R], key: Any, body: dict[str, Any]) -> schemas.R:
+def _validated(request_model: type[spec.R], key: Any, body: dict[str, Any]) -> spec.R:
     """The request of ``body`` as it leaves: its conversation redacted, then validated."""
-    return schemas.validate(request_model, outgoing(body, key))
-
-
-def _dump(request: Any) -> bytes:
-    return request.model_dump_json(exclude_none=True).encode()
+    return spec.validate(request_model, outgoing(body, key))
 
 
 class Programs(

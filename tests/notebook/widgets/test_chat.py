@@ -11,7 +11,7 @@ import ipywidgets as widgets
 import pytest
 
 from gatecell.notebook.widgets import ChatPanel
-from gatecell.wire.schemas import RANGES
+from gatecell.wire.apis.spec import RANGES
 
 COUNT = ", ".join(str(n) for n in range(1, 21)) + "."
 
@@ -196,7 +196,7 @@ def test_sampling_settings_reach_the_request(gw):
 
 def test_models_that_do_not_say_their_endpoints_are_offered_everywhere():
     from gatecell.notebook.widgets._base import model_ids
-    from gatecell.wire.results import ModelList
+    from gatecell.wire.transport.results import ModelList
 
     models = ModelList.from_body(
         {

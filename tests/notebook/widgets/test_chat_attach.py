@@ -15,7 +15,7 @@ from pictures import bomb_png, png
 from PIL import Image
 
 from gatecell.notebook.widgets import ChatPanel
-from gatecell.wire.attachments import Attachment
+from gatecell.wire.apis.attachments import Attachment
 
 
 def pdf() -> bytes:

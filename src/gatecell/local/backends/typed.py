@@ -2,7 +2,7 @@
 
 A request asks for a typed answer natively (chat ``response_format``, responses
 ``text.format``, generate-content ``generationConfig``, messages a forced tool: the readers
-below) or in words: the instruction `gatecell.wire.structured.instruction` writes, found
+below) or in words: the instruction `gatecell.wire.typed.structured.instruction` writes, found
 here by `structured.instructed`, so that client and gateway read one format. `answer` then
 replies with a value built from the JSON Schema (or Gemini's OpenAPI subset of it) and
 filled from the prompt the way a tutorial needs it to look: a sentiment from a small
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.structured import instructed
-from gatecell.wire.structured.json_schema import pointer
+from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.typed.structured import instructed
+from gatecell.wire.typed.structured.json_schema import pointer
 
 from . import Refused, chatbot
 from .chatbot import Generated, Turn

@@ -6,10 +6,10 @@ colour of a small named palette with Pillow's ``quantize``, then counted), and w
 picture looks like a chart or diagram (one plain background covering much of it, few
 colours) or a photo (many colours, no plain background); a document's type and length (a
 PDF's pages and text through pypdf, in a worker process under the budget of
-`gatecell.wire.pdf`, stopped when the request's client goes away). The same bytes always
+`gatecell.wire.apis.pdf`, stopped when the request's client goes away). The same bytes always
 give the same words. A picture over ``GATECELL_IMAGE_MAX_PIXELS`` is described from its
 header only, never decoded, and one Pillow cannot read is said to be so: the client's cap
-(`gatecell.wire.attachments.pixel_cap`).
+(`gatecell.wire.apis.attachments.pixel_cap`).
 
 `read` turns a message's content (a string, or any API's parts: `wire.conversation.neutral`
 reads them) into its text and its attachments. A part it cannot read (a bad data URL, bad
@@ -24,10 +24,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from gatecell.wire.attachments import Attachment, opened, pixel_cap, size_text
-from gatecell.wire.conversation import neutral
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.pdf import PdfError, pdf_text
+from gatecell.wire.apis.attachments import Attachment, opened, pixel_cap, size_text
+from gatecell.wire.apis.conversation import neutral
+from gatecell.wire.apis.pdf import PdfError, pdf_text
+from gatecell.wire.transport.errors import InvalidRequest
 
 from . import Refused
 from ._stop import current
@@ -221,7 +221,7 @@ def _document(document: Attachment) -> str:
 
 
 def _pdf(data: bytes, size: str) -> str:
-    """Pages and characters, counted under the budget of `gatecell.wire.pdf` (which says when
+    """Pages and characters, counted under the budget of `gatecell.wire.apis.pdf` (which says when
     it stopped early) and given up once the request's client has gone; a PDF pypdf cannot
     read is `Refused` (a 400: the same bytes would fail again)."""
     try:

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from gatecell.wire.errors import InvalidRequest
-from gatecell.wire.schemas import validate
+from gatecell.wire.apis.spec import validate
+from gatecell.wire.transport.errors import InvalidRequest
 
 from ..backends import Refused
 from ..backends._stop import running

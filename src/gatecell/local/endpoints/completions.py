@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gatecell.wire.schemas import ChatRequest
-from gatecell.wire.sse import DONE, encode
+from gatecell.wire.apis.spec import ChatRequest
+from gatecell.wire.transport._sse import DONE, encode
 
 from ..backends import chatbot, typed, vision
 from ..registry import CHAT

@@ -9,7 +9,7 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gatecell.wire.schemas import ImageRequest, SpeechRequest
+from gatecell.wire.apis.spec import ImageRequest, SpeechRequest
 
 from ..errors import Fail, shown
 from ..registry import IMAGES, SPEECH

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gatecell.wire.schemas import ImagineRequest, MusicRequest, VideoRequest
+from gatecell.wire.apis.spec import ImagineRequest, MusicRequest, VideoRequest
 
 from ..backends import prompt_flags as flags
 from ..errors import Fail, shown

@@ -15,8 +15,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gatecell.wire.schemas import GenerateContentRequest, MessagesRequest
-from gatecell.wire.sse import encode
+from gatecell.wire.apis.spec import GenerateContentRequest, MessagesRequest
+from gatecell.wire.transport._sse import encode
 
 from ..backends import chatbot, typed, vision
 from ..errors import Fail, shown

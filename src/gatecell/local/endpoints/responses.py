@@ -13,8 +13,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gatecell.wire.schemas import ResponsesRequest
-from gatecell.wire.sse import encode
+from gatecell.wire.apis.spec import ResponsesRequest
+from gatecell.wire.transport._sse import encode
 
 from ..backends import chatbot, typed, vision
 from ..backends.reasoning import EFFORTS, Thought, think

@@ -3,7 +3,7 @@
 The files come from the browser through an ipywidgets ``FileUpload``: their bytes travel in
 the widget's comm message, and their names are data (shown escaped, used for the file's type
 and label, never opened as a path). Each file becomes an `Attachment` through
-`gatecell.wire.attachments.from_data`, as ``--file`` and ``--image`` make theirs: a picture
+`gatecell.wire.apis.attachments.from_data`, as ``--file`` and ``--image`` make theirs: a picture
 encoded once (downscaled past ``GATECELL_IMAGE_MAX_SIDE`` or ``GATECELL_IMAGE_MAX_BYTES``), a
 PDF as a document, a text file fenced. A file over ``GATECELL_FILE_MAX_BYTES``, a picture
 over ``GATECELL_IMAGE_MAX_PIXELS`` (refused from its header, before it is decoded), or a file
@@ -25,7 +25,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ._base import Panel, button, error_line, start_thread, text_html
+from ._base import Panel, button, panel_error, start_thread, text_html
 
 __all__ = ["Attachments", "content_html"]
 
@@ -46,7 +46,7 @@ class Attachments:
     """
 
     def __init__(self, panel: Panel, on_change: Callable[[], None]) -> None:
-        from gatecell.wire.attachments import FILE_SUFFIXES
+        from gatecell.wire.apis.attachments import FILE_SUFFIXES
 
         self._panel = panel
         self._on_change = on_change
@@ -117,8 +117,8 @@ class Attachments:
         self._on_change()
 
     def _read(self, files: list[tuple[Any, Any]]) -> None:
-        from gatecell.wire.attachments import from_data
-        from gatecell.wire.errors import InvalidRequest
+        from gatecell.wire.apis.attachments import from_data
+        from gatecell.wire.transport.errors import InvalidRequest
 
         refused: list[str] = []
         read = 0
@@ -131,7 +131,7 @@ class Attachments:
                     refused.append(exc.message)
                     continue
                 except Exception as err:  # said in the panel; a thread has nobody to raise to
-                    refused.append(f"{label or 'a file'}: {error_line(err)}")
+                    refused.append(f"{label or 'a file'}: {panel_error(err)}")
                     continue
                 with self._lock:
                     self._items.append(item)
@@ -193,9 +193,9 @@ def content_html(content: Any) -> str:
     if isinstance(content, str):
         return text_html(content)
     from gatecell.notebook.display import attachment_html
-    from gatecell.wire.attachments import Attachment
-    from gatecell.wire.conversation import content_text, neutral
-    from gatecell.wire.errors import InvalidRequest
+    from gatecell.wire.apis.attachments import Attachment
+    from gatecell.wire.apis.conversation import content_text, neutral
+    from gatecell.wire.transport.errors import InvalidRequest
 
     pieces = []
     for item in content if isinstance(content, (list, tuple)) else [content]:

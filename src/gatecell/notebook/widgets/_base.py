@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDPOINTS",
     "Panel",
-    "error_line",
+    "panel_error",
     "latency_text",
     "list_models",
     "listed_values",
@@ -68,7 +68,7 @@ def list_models(gateway: Gateway) -> tuple[list[Any], str | None]:
     try:
         return list(gateway.models()), None
     except Exception as err:  # a panel without models still opens and says why
-        return [], f"could not list models: {error_line(err, gateway)}"
+        return [], f"could not list models: {panel_error(err, gateway)}"
 
 
 def model_ids(models: Iterable[Any], kind: str) -> list[str]:
@@ -99,10 +99,10 @@ def listed_values(models: Iterable[Any], model: str | None, keys: Sequence[str])
     return list(dict.fromkeys(v for v in values if isinstance(v, str) and v.strip() and len(v) <= 100))
 
 
-def error_line(err: BaseException, gateway: Gateway | None = None) -> str:
+def panel_error(err: BaseException, gateway: Gateway | None = None) -> str:
     """One readable line for an error, with the key masked even if a gateway echoed it."""
-    from gatecell.wire.errors import GatecellError, first_line
-    from gatecell.wire.secret import redact
+    from gatecell.wire.transport.errors import GatecellError, first_line
+    from gatecell.wire.util.secret import redact
 
     text = first_line(err)
     if not isinstance(err, GatecellError):
@@ -284,4 +284,4 @@ class Panel(widgets.VBox):
         self.status.value = f'<span style="color:{MUTED}">{html.escape(text)}</span>'
 
     def fail(self, err: BaseException) -> None:
-        self.show_error(error_line(err, self.gateway))
+        self.show_error(panel_error(err, self.gateway))

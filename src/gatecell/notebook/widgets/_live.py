@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._base import error_line, start_thread
+from ._base import panel_error, start_thread
 
 if TYPE_CHECKING:
     from gatecell.gateway import Gateway
@@ -188,7 +188,7 @@ class LiveReply:
             self.usage = getattr(stream, "usage", None)
         except Exception as err:  # shown in the panel; a thread has nobody to raise to
             if not self.stopped:
-                self.error = error_line(err, self.gateway)
+                self.error = panel_error(err, self.gateway)
         self._finish()
 
     def _finish(self) -> None:

@@ -31,9 +31,9 @@ import ipywidgets as widgets
 
 from gatecell.notebook.markdown import NOT_MATH
 from gatecell.notebook.memory import Conversation, Turn
-from gatecell.wire.errors import echo
-from gatecell.wire.schemas import RANGES
-from gatecell.wire.text import joined
+from gatecell.wire.apis.spec import RANGES
+from gatecell.wire.transport.errors import echo
+from gatecell.wire.util._text import joined
 
 from ._attach import Attachments, content_html
 from ._base import Panel, button, follower, prompt_box, text_html

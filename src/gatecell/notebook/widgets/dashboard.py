@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from gatecell.wire.secret import redact
+from gatecell.wire.util.secret import redact
 
 from ._base import list_models, resolve_gateway
 from .chat import ChatPanel

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from gatecell.wire.errors import echo
+from gatecell.wire.transport.errors import echo
 
 from ._base import Panel, button, latency_text, media_widget, prompt_box
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from gatecell.wire.errors import echo
+from gatecell.wire.transport.errors import echo
 
-from ._base import Panel, button, error_line, media_widget, prompt_box, start_thread
+from ._base import Panel, button, media_widget, panel_error, prompt_box, start_thread
 
 if TYPE_CHECKING:
     from gatecell.gateway import AsyncGateway, Gateway
@@ -166,7 +166,7 @@ class JobView(widgets.VBox):
             self.bar.value, self.bar.bar_style, self.bar.description = 100, "success", "100%"
             self.title.value = self._title("succeeded", f"{len(self.media)} result(s)")
         except Exception as err:  # shown on the row; a thread has nobody to raise to
-            self._fail(error_line(err, gw))
+            self._fail(panel_error(err, gw))
 
     def _fail(self, line: str) -> None:
         self.error = line
