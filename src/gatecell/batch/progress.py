@@ -15,14 +15,14 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    def __init__(self, engine: Any, enabled: bool) -> None:
+    def __init__(self, engine: Any, enabled: bool, desc: str = "map", unit: str = "row") -> None:
         self.engine = engine
         self.interval = max(env_number(None, "GATECELL_UPDATE_INTERVAL", 0.1), 0.02)
         self._bar: Any = None
         if enabled:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=engine.total, unit="row", desc="map", mininterval=self.interval)
+            self._bar = tqdm(total=engine.total, unit=unit, desc=desc, mininterval=self.interval)
         self._shown: tuple[int, ...] = ()
 
     def update(self) -> None:

@@ -75,6 +75,18 @@ not say what they cost.
 | output_cost_per_token | REAL | US dollars per output token |
 | fetched | TEXT | when it was asked (UTC ISO 8601) |
 
+``embeddings``: the vectors embedding requests brought back (``Gateway.embed``), so that a
+text is sent once, ever; ``gatecell cache clear --embeddings`` empties it.
+
+| Column | Type | What |
+|---|---|---|
+| gateway | TEXT | the gateway's root address; ``local`` for the local gateway |
+| model | TEXT | the model asked for |
+| dimensions | INTEGER | the ``dimensions`` asked for; 0 when none (the model's own) |
+| text_sha256 | BLOB | sha256 of the text (UTF-8); the text itself is in the exchange's log entry |
+| vector | BLOB | the vector: little-endian float32, as the gateway gave it |
+| created | TEXT | when it was kept (UTC ISO 8601) |
+
 ``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content),
 where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it. The index is brought
 up to date when it is searched (``fts_indexed`` holds the last ``exchanges.id`` it covers), not
@@ -265,12 +277,29 @@ def _costs(conn: sqlite3.Connection) -> None:
     )
 
 
+def _embeddings(conn: sqlite3.Connection) -> None:
+    """The vectors gateways gave, so that each text is embedded once: float32 blobs, keyed by
+    what makes a vector (the gateway, the model, the dimensions asked) and the text's hash."""
+    conn.execute(
+        """CREATE TABLE embeddings (
+            gateway TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            text_sha256 BLOB NOT NULL,
+            vector BLOB NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (gateway, model, dimensions, text_sha256)
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _tables,
     _search,
     _search_when_asked,
     _typed_answers,
     _costs,
+    _embeddings,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -66,12 +66,14 @@ from .records import (
     ExchangeEntry,
     JobEntry,
     PricesEntry,
+    VectorsEntry,
     exchange_row,
     iso,
     job_row,
     usage_counts,
 )
 from .schema import migrate
+from .vectors import clear, kept
 
 __all__ = ["Store", "StoreError", "connect"]
 
@@ -153,7 +155,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
-Entry = ExchangeEntry | JobEntry | PricesEntry
+Entry = ExchangeEntry | JobEntry | PricesEntry | VectorsEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -397,6 +399,37 @@ class Store:
             return None
         return self._put(entry)
 
+    def record_vectors(
+        self, gateway: str, model: str, dimensions: int | None, rows: list[tuple[bytes, bytes]]
+    ) -> int | None:
+        """Keep vectors: ``rows`` of (the text's sha256, its vector as float32 bytes) from
+        ``gateway`` (the log's name for it) and ``model`` with ``dimensions`` (None: the
+        model's own); a ticket, as `record_exchange`. Nothing here is secret: hashes and
+        numbers."""
+        if not self.log_enabled or self.off is not None or not rows:
+            return None
+        return self._put(VectorsEntry(time.time(), gateway, model, dimensions or 0, rows))
+
+    def vectors(
+        self, gateway: str, model: str, dimensions: int | None, hashes: Sequence[bytes]
+    ) -> dict[bytes, bytes]:
+        """The kept vectors of these text hashes (those the store has), by hash; empty when
+        the store is off or has none."""
+        if self.off is not None or not hashes:
+            return {}
+        self._settle()
+        try:
+            conn = self._reader()
+            return kept(conn, gateway, model, dimensions or 0, hashes) if conn is not None else {}
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+            return {}
+
+    def clear_vectors(self) -> int:
+        """Forget every kept vector (``gatecell cache clear --embeddings``); how many."""
+        self.flush()
+        return self._query(clear) or 0
+
     def _put(self, entry: Entry) -> int:
         with self._lock:
             if self._thread is None:
@@ -502,13 +535,15 @@ class Store:
 
     def _write(self, entries: list[Entry], conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
         """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
-        exchanges, jobs, prices = [], [], []
+        exchanges, jobs, prices, vectors = [], [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
                     exchanges.append(exchange_row(entry))
                 elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
+                elif isinstance(entry, VectorsEntry):
+                    vectors.extend(entry.values())
                 else:
                     prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
@@ -516,13 +551,13 @@ class Store:
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs or prices):
+            if self.off is not None or not (exchanges or jobs or prices or vectors):
                 break
             try:
                 if conn is None:
                     conn = connect(self.path)
                     conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-                self._commit(conn, exchanges, jobs, prices)
+                self._commit(conn, exchanges, jobs, prices, vectors)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
@@ -543,11 +578,14 @@ class Store:
         exchanges: list[tuple[Any, ...]],
         jobs: list[tuple[Any, ...]],
         prices: list[PricesEntry],
+        vectors: list[tuple[Any, ...]],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if exchanges:
                 _insert(conn, exchanges)
+            if vectors:
+                conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", vectors)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
             for entry in prices:  # what the gateway says now replaces what it said before

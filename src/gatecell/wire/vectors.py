@@ -1,0 +1,43 @@
+"""`Vectors`: what ``Gateway.embed`` returns, a numpy float32 matrix with ``.meta``.
+
+A module of its own because it imports numpy: `gatecell.wire.embeddings` (imported with the
+client) does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+
+from .embeddings import EmbedMeta
+
+__all__ = ["Vectors"]
+
+
+class Vectors(np.ndarray):
+    """A float32 array of shape (n, d), one row per text in the order given, with ``.meta``
+    (an `EmbedMeta`: model, dimensions, whether rows are L2-normalised, what was sent and
+    what it cost). It is an ``np.ndarray``; slices and copies keep the meta, and arithmetic
+    on it gives plain arrays' values.
+
+    **Parameters:** ``matrix`` (anything ``np.asarray`` takes, made float32), ``meta``.
+    """
+
+    meta: EmbedMeta | None
+
+    def __new__(cls, matrix: Any, meta: EmbedMeta | None = None) -> Vectors:
+        made = np.asarray(matrix, dtype=np.float32).view(cls)
+        made.meta = meta
+        return made
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.meta = getattr(obj, "meta", None)
+
+    def __reduce__(self) -> Any:  # pickled with its meta (Dask ships it between processes)
+        rebuild, args, state = cast("tuple[Any, Any, Any]", super().__reduce__())
+        return rebuild, args, (state, self.meta)
+
+    def __setstate__(self, state: Any) -> None:
+        array_state, self.meta = state
+        super().__setstate__(array_state)
