@@ -42,7 +42,7 @@ def test_duplicates_are_sent_once_and_batched_by_count(embed_server, gateway):
     texts = [TEXTS[i % 3] for i in range(30)] + ["one more", "and another"]
     vecs = gateway(server).embed(texts, batch_size=2, progress=False)
     assert sorted(server.inputs) == sorted({*texts})  # 5 distinct texts, each once
-    assert server.batches == [2, 2, 1] and server.requests == 3
+    assert sorted(server.batches) == [1, 2, 2] and server.requests == 3
     np.testing.assert_array_equal(vecs, expected(texts))
     assert vecs.meta.texts == 32 and vecs.meta.unique == 5
 
@@ -51,7 +51,7 @@ def test_batched_by_token_estimate(embed_server, gateway):
     server = embed_server()
     texts = ["word " * 40 + str(i) for i in range(6)]  # about 51 tokens each by the estimate
     gateway(server).embed(texts, batch_tokens=110, progress=False)
-    assert server.batches == [2, 2, 2]
+    assert server.batches == [2, 2, 2]  # any order: all alike
 
 
 def test_a_new_process_asks_for_none_of_the_texts_kept(embed_server, gateway, home):
@@ -161,7 +161,7 @@ def test_async_embed(embed_server):
 
     vecs = asyncio.run(main())
     np.testing.assert_array_equal(vecs, expected(TEXTS + TEXTS))
-    assert server.batches == [3, 1]
+    assert sorted(server.batches) == [1, 3]  # two requests, in flight at once
 
 
 def test_rerank_orders_by_relevance(embed_server, gateway):

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EmbedOptions", "EmbedSettings", "EmbedError", "EmbedEngine", "resolve_embed", "texts_of"]
 
+_FILL = "drop it or fill it"
 _RATE_LIMIT_RETRIES = 20  # 429s one batch waits out with the others; the next fails it
 # A 400 that says the batch is too large: too many inputs, or too many tokens.
 _TOO_LARGE = re.compile(
@@ -138,6 +139,8 @@ def texts_of(texts: Any, labels: Sequence[Any] | None = None) -> list[str]:
     for position, text in enumerate(texts):
         where = f"row {labels[position]!r}" if labels is not None else f"texts[{position}]"
         if not isinstance(text, str):
+            if text is None or text != text:  # None, NaN, pandas' NA
+                raise InvalidRequest("texts", f"{where} is missing: gateways embed no missing text ({_FILL})")
             raise InvalidRequest("texts", f"{where} is {echo(text)}, not a string")
         if not text.strip():
             raise InvalidRequest(
