@@ -26,7 +26,6 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -95,13 +94,13 @@ class GatecellAccessor:
         """The vectors of a column's texts (a Series' own): a Series of float32 vectors on
         this index, named after the column; ``matrix=True``: the `Vectors` matrix itself, one
         row per row in order (``.meta`` says the model, dimensions, what was sent)."""
-        from gatecell.batch.meaning import column_of, embed_column
+        from gatecell.batch.meaning import column_of, embed_column, vector_series
 
         series = column_of(self._obj, column)
         vectors = embed_column(gateway or default_gateway(), series, progress, dict(options))
         if matrix:
             return vectors
-        return pd.Series(list(vectors.view(np.ndarray)), index=series.index, name=series.name, dtype=object)
+        return vector_series(vectors, series)
 
     def search(
         self,

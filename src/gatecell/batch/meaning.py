@@ -27,6 +27,7 @@ __all__ = [
     "Theme",
     "column_of",
     "embed_column",
+    "vector_series",
     "search_frame",
     "join_frames",
     "dedupe_frame",
@@ -66,6 +67,14 @@ def embed_column(client: Any, series: Any, progress: bool, options: dict[str, An
     """The vectors of a Series' texts, one row per row (a missing or empty value refused in
     one line naming its row)."""
     return client.embed(series.tolist(), labels=list(series.index), progress=progress, **options)
+
+
+def vector_series(vectors: np.ndarray, series: Any) -> Any:
+    """The rows of ``vectors`` as a Series of plain float32 arrays on ``series``' index and name."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.Series(list(np.asarray(vectors)), index=series.index, name=series.name, dtype=object)
 
 
 def _query_vector(client: Any, query: str, options: dict[str, Any]) -> np.ndarray:
