@@ -32,6 +32,7 @@ __all__ = [
     "join_frames",
     "dedupe_frame",
     "cluster_frame",
+    "similar_exchanges",
     "RERANK_POOL",
 ]
 
@@ -273,3 +274,36 @@ def cluster_frame(
     frame["theme"] = themes["theme"].to_numpy()[numbers]
     frame.attrs["themes"] = themes
     return frame
+
+
+_LOG_CHARS = 4000  # of an exchange's prompt and reply embedded for ``logs --similar``
+
+
+def similar_exchanges(
+    client: Any, store: Any, text: str, n: int = 5, scan: int = 5000, options: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The ``n`` logged exchanges nearest ``text`` by meaning, best first, each the log's
+    dict with a ``similarity`` (cosine) added. The newest ``scan`` exchanges with a prompt or
+    a reply are embedded (their first `_LOG_CHARS` characters: once ever, as every text)."""
+    from gatecell.wire.apis import api_of
+
+    check(n, None)
+    options = options or {}
+    query = _query_vector(client, text, options)
+    rows, texts = [], []
+    for row in store.logs(n=scan):
+        if api_of(row["endpoint"]) in ("embeddings", "rerank"):
+            continue
+        said = " ".join(f"{row['prompt'] or ''}\n{row['response'] or ''}".split())[:_LOG_CHARS]
+        if said:
+            rows.append(row)
+            texts.append(said)
+    if not texts:
+        return []
+    vectors = client.embed(texts, progress=False, **options)
+    positions, scores = top_k(query, vectors, n)
+    found = positions[0] >= 0
+    return [
+        {**rows[p], "similarity": float(s)}
+        for p, s in zip(positions[0][found], scores[0][found], strict=True)
+    ]
