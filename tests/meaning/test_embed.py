@@ -191,3 +191,38 @@ def test_a_failed_call_keeps_what_came_back_and_a_rerun_sends_only_the_rest(embe
     vecs = gateway(server).embed(texts, batch_size=1, concurrency=1, progress=False)
     assert server.inputs == ["alpha", "beta", "gamma", "delta"]
     np.testing.assert_array_equal(vecs, expected(texts))
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        ([{"index": 0, "embedding": [1.0, 2.0]}], "1 embeddings for 2 inputs"),
+        ([{"index": 0, "embedding": [1.0]}, {"index": 0, "embedding": [1.0]}], "repeated or missing"),
+        ([{"index": "0", "embedding": [1.0]}, {"index": 1, "embedding": [1.0]}], "indexes '0'"),
+        ([{"index": 0, "embedding": [1.0]}, {"index": 1, "embedding": [1.0, 2.0]}], "vectors of 1 and 2"),
+        ([{"index": 0, "embedding": "AAAA!AAA"}, {"index": 1, "embedding": "AAAAAAAA"}], "neither base64"),
+        ([{"index": 0, "embedding": None}, {"index": 1, "embedding": [1.0]}], "an embedding is None"),
+    ],
+)
+def test_an_answer_that_is_not_one_vector_per_input_is_one_line(data, said):
+    from gatecell.wire.embeddings import read_embeddings
+
+    with pytest.raises(APIError) as caught:
+        read_embeddings({"data": data}, 2)
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_packed_and_one_by_one_reading_agree():
+    import base64
+
+    from gatecell.wire.embeddings import read_embeddings
+
+    rows = (
+        np.arange(9, dtype="<f4").reshape(3, 3) / 7
+    )  # 12 bytes a row: base64 with no padding, decoded at once
+    packed = [{"index": i, "embedding": base64.b64encode(r.tobytes()).decode()} for i, r in enumerate(rows)]
+    floats = [{"index": i, "embedding": r.tolist()} for i, r in enumerate(rows)]
+    for data in (packed, floats, packed[::-1], [packed[0], floats[1], packed[2]]):
+        np.testing.assert_array_equal(read_embeddings({"data": data}, 3).matrix, rows)
+    padded = [{"index": 0, "embedding": base64.b64encode(np.arange(5, dtype="<f4").tobytes()).decode()}]
+    assert read_embeddings({"data": padded}, 1).matrix.shape == (1, 5)  # 20 bytes: padded base64

@@ -332,12 +332,13 @@ class EmbedEngine:
         from gatecell.wire.vectors import Vectors
 
         unique = self.matrix if self.matrix is not None else np.zeros((0, 0), dtype=np.float32)
-        matrix = unique[self.rows] if len(self.rows) else np.zeros((0, unique.shape[1]), dtype=np.float32)
-        norms = np.linalg.norm(unique, axis=1) if len(unique) else np.ones(0)
+        # Every text distinct (they come in order then): the matrix itself, no copy.
+        matrix = unique if len(unique) == len(self.rows) else unique[self.rows]
+        squares = np.einsum("ij,ij->i", unique, unique)
         meta = EmbedMeta(
             self.model,
             self.settings.dimensions,
-            normalized=bool(np.allclose(norms, 1.0, atol=1e-3)),
+            normalized=bool(np.allclose(squares, 1.0, atol=2e-3)),
             texts=self.total,
             unique=len(self.unique),
             cached=self.cached,
@@ -390,8 +391,11 @@ class EmbedEngine:
             )
             self._failed(batch, [self.unique[p] for p in batch], error, sender, started)
             return
-        self.matrix[batch] = vectors
-        self.have[batch] = True
+        where: Any = batch
+        if batch[-1] - batch[0] == len(batch) - 1:  # the usual batch: texts in a row, copied as a slice
+            where = slice(batch[0], batch[-1] + 1)
+        self.matrix[where] = vectors
+        self.have[where] = True
         self.sent += len(batch)
         self.done += int(self._per_unique[batch].sum())
         used = answer.prompt_tokens
@@ -399,9 +403,10 @@ class EmbedEngine:
             self.tokens += used
             self.pacing.correct_tokens(used - sender.tokens if sender.tokens else 0)
         if self.store is not None and self.settings.cache:
-            little = vectors.astype("<f4", copy=False)
-            rows = [(self.hashes[p], little[i].tobytes()) for i, p in enumerate(batch)]
-            ticket = self.store.record_vectors(self.gateway, self.model, self.settings.dimensions, rows)
+            hashes = [self.hashes[p] for p in batch]
+            ticket = self.store.record_vectors(
+                self.gateway, self.model, self.settings.dimensions, hashes, vectors
+            )
             self._ticket = ticket if ticket is not None else self._ticket
         self._logged(sender, answer.usage, started, None)
 

@@ -116,18 +116,17 @@ class PricesEntry:
 
 @dataclass(slots=True)
 class VectorsEntry:
-    """Vectors to keep: ``rows`` of (text sha256, float32 bytes) for one gateway, model and
-    dimensions (0: the model's own)."""
+    """Vectors to keep: one answer's, ``vectors`` (little-endian float32, ``width`` numbers
+    each, one after the other) for the texts of ``hashes`` (sha256), from one gateway, model
+    and dimensions (0: the model's own)."""
 
     at: float
     gateway: str
     model: str
     dimensions: int
-    rows: list[tuple[bytes, bytes]]
-
-    def values(self) -> list[tuple[Any, ...]]:
-        at = iso(self.at)
-        return [(self.gateway, self.model, self.dimensions, h, v, at) for h, v in self.rows]
+    hashes: list[bytes]
+    vectors: bytes
+    width: int
 
 
 _SECOND: tuple[int, str] = (0, "1970-01-01T00:00:00")  # the last second formatted: rows come in runs

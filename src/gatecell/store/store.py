@@ -73,7 +73,7 @@ from .records import (
     usage_counts,
 )
 from .schema import migrate
-from .vectors import clear, kept
+from .vectors import clear, keep, kept
 
 __all__ = ["Store", "StoreError", "connect"]
 
@@ -400,15 +400,17 @@ class Store:
         return self._put(entry)
 
     def record_vectors(
-        self, gateway: str, model: str, dimensions: int | None, rows: list[tuple[bytes, bytes]]
+        self, gateway: str, model: str, dimensions: int | None, hashes: list[bytes], vectors: Any
     ) -> int | None:
-        """Keep vectors: ``rows`` of (the text's sha256, its vector as float32 bytes) from
-        ``gateway`` (the log's name for it) and ``model`` with ``dimensions`` (None: the
-        model's own); a ticket, as `record_exchange`. Nothing here is secret: hashes and
-        numbers."""
-        if not self.log_enabled or self.off is not None or not rows:
+        """Keep the vectors of one answer: ``vectors`` (a float32 matrix, one row per hash) for
+        the texts of ``hashes`` (sha256) from ``gateway`` (the log's name for it) and ``model``
+        with ``dimensions`` (None: the model's own); a ticket, as `record_exchange`. Nothing
+        here is secret: hashes and numbers."""
+        if not self.log_enabled or self.off is not None or not hashes:
             return None
-        return self._put(VectorsEntry(time.time(), gateway, model, dimensions or 0, rows))
+        packed = vectors.astype("<f4", copy=False).tobytes()
+        entry = VectorsEntry(time.time(), gateway, model, dimensions or 0, hashes, packed, vectors.shape[1])
+        return self._put(entry)
 
     def vectors(
         self, gateway: str, model: str, dimensions: int | None, hashes: Sequence[bytes]
@@ -543,7 +545,7 @@ class Store:
                 elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
                 elif isinstance(entry, VectorsEntry):
-                    vectors.extend(entry.values())
+                    vectors.append(entry)
                 else:
                     prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
@@ -578,14 +580,14 @@ class Store:
         exchanges: list[tuple[Any, ...]],
         jobs: list[tuple[Any, ...]],
         prices: list[PricesEntry],
-        vectors: list[tuple[Any, ...]],
+        vectors: list[VectorsEntry],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if exchanges:
                 _insert(conn, exchanges)
-            if vectors:
-                conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", vectors)
+            for block in vectors:
+                keep(conn, block)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
             for entry in prices:  # what the gateway says now replaces what it said before

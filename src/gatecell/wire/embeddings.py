@@ -15,7 +15,9 @@ imports numpy, which this one imports only when an answer is read).
 from __future__ import annotations
 
 import base64
+import binascii
 import os
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -139,6 +141,45 @@ def _vector(item: Any, path: str) -> np.ndarray:
     raise _malformed(f"an embedding is {echo(embedding)}", path)
 
 
+_STRICT: dict[str, Any] = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
+
+
+def _packed(data: list[Any], count: int) -> np.ndarray | None:
+    """All the vectors at once, when every one is base64 of the same length with no padding
+    (the usual answer): one decode of their concatenation. None otherwise."""
+    import numpy as np
+
+    texts: list[Any] = [item.get("embedding") if isinstance(item, dict) else None for item in data]
+    first = texts[0] if texts else None
+    if not isinstance(first, str) or not first or len(first) % 4 or first.endswith("="):
+        return None
+    if not all(isinstance(t, str) and len(t) == len(first) and not t.endswith("=") for t in texts):
+        return None
+    try:
+        raw = binascii.a2b_base64("".join(texts).encode("ascii"), **_STRICT)
+    except (ValueError, UnicodeEncodeError):
+        return None  # said one by one
+    if len(raw) != len(first) // 4 * 3 * count:  # a character outside base64 (skipped before 3.11)
+        return None
+    return np.frombuffer(raw, dtype="<f4").reshape(count, -1).astype(np.float32, copy=False)
+
+
+def _one_by_one(data: list[Any], count: int, path: str) -> np.ndarray:
+    import numpy as np
+
+    matrix: np.ndarray | None = None
+    for position, item in enumerate(data):
+        vector = _vector(item, path)
+        if matrix is None:
+            matrix = np.empty((count, vector.shape[0]), dtype=np.float32)
+        elif vector.shape[0] != matrix.shape[1]:
+            lengths = f"{matrix.shape[1]} and {vector.shape[0]}"
+            raise _malformed(f"vectors of {lengths} numbers in one answer", path)
+        matrix[position] = vector
+    assert matrix is not None
+    return matrix
+
+
 def read_embeddings(body: Any, count: int, path: str = "/v1/embeddings") -> Embeddings:
     """The vectors of an answer to ``count`` inputs, ordered by their ``index``; an
     `APIError` in one line when the answer does not hold exactly one vector per input, all
@@ -150,22 +191,18 @@ def read_embeddings(body: Any, count: int, path: str = "/v1/embeddings") -> Embe
         raise _malformed("no 'data' list", path)
     if len(data) != count:
         raise _malformed(f"{len(data)} embeddings for {count} inputs", path)
-    matrix: np.ndarray | None = None
-    seen = np.zeros(count, dtype=bool)
-    for position, item in enumerate(data):
-        index = item.get("index", position) if isinstance(item, dict) else position
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or seen[index]:
-            raise _malformed(f"embedding index {echo(index)} is not one of the inputs' 0..{count - 1}", path)
-        vector = _vector(item, path)
-        if matrix is None:
-            matrix = np.empty((count, vector.shape[0]), dtype=np.float32)
-        elif vector.shape[0] != matrix.shape[1]:
-            raise _malformed(
-                f"vectors of {matrix.shape[1]} and {vector.shape[0]} numbers in one answer", path
-            )
-        matrix[index] = vector
-        seen[index] = True
-    assert matrix is not None
+    indices = [item.get("index", i) if isinstance(item, dict) else i for i, item in enumerate(data)]
+    wrong = next((i for i in indices if not isinstance(i, int) or isinstance(i, bool)), None)
+    if wrong is not None or sorted(indices) != list(range(count)):
+        said = echo(wrong) if wrong is not None else "repeated or missing"
+        raise _malformed(f"embedding indexes {said}: not one per input 0..{count - 1}", path)
+    matrix = _packed(data, count)
+    if matrix is None:
+        matrix = _one_by_one(data, count, path)
+    if indices != list(range(count)):
+        ordered = np.empty_like(matrix)
+        ordered[indices] = matrix
+        matrix = ordered
     usage = body.get("usage")
     tokens = usage.get("prompt_tokens", usage.get("total_tokens")) if isinstance(usage, dict) else None
     model = body.get("model")
