@@ -88,7 +88,7 @@ def test_search_ties_come_in_row_order_whatever_the_chunk(embed_server, gateway)
 def test_search_reranks_where_asked(embed_server, gateway, reviews):
     server = embed_server()
     hits = reviews.gatecell.search(
-        "battery", on="review", k=2, rerank="local-rerank", gateway=gateway(server), progress=False
+        "battery", on="review", k=2, rerank="local-embed", gateway=gateway(server), progress=False
     )
     assert server.reranks == 1
     assert list(hits["relevance"]) == [1.0, 1.0] and all("battery" in r for r in hits["review"])

@@ -45,7 +45,7 @@ __all__ = [
 
 MAX_DIMENSIONS = 65_536  # no model's vectors are longer; past it a typo, refused before sending
 EMBED_MODEL = "local-embed"  # the local gateway's; GATECELL_EMBED_MODEL names another
-RERANK_MODEL = "local-rerank"
+RERANK_MODEL = "local-embed"  # the local gateway ranks with its embedding model
 
 
 def embed_model(model: str | None) -> str:

@@ -468,7 +468,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
     ) -> Any:
         """``documents`` ordered by relevance to ``query`` (``/v1/rerank``, the Cohere/Jina
         shape, which new-api and LiteLLM route): a `Reranked`, best first, ``top_n`` at most.
-        ``model``: else ``GATECELL_RERANK_MODEL``, else ``local-rerank``. A gateway that does
+        ``model``: else ``GATECELL_RERANK_MODEL``, else ``local-embed``. A gateway that does
         not serve the path answers 404 or 405: an `APIError` saying so in one line. On
         `AsyncGateway`, await it."""
         documents = list(documents) if not isinstance(documents, str) else [documents]
