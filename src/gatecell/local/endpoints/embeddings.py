@@ -10,6 +10,7 @@ of texts. A body over the gateway's limits is refused before any work: more inpu
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -18,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
@@ -157,16 +157,14 @@ async def _until_gone(request: Request, fn: Callable[..., T], *args: Any) -> T:
             pass
         stop.set()
 
-    async with anyio.create_task_group() as watching:
-        watching.start_soon(watch)
-        try:
-            done = await runtime(request).renders.now(fn, *args, stop)
-        except Stopped:
-            log.debug("%s stopped: the client left", request.url.path)
-            raise ClientDisconnect from None
-        finally:
-            watching.cancel_scope.cancel()
-    return done
+    watching = asyncio.create_task(watch())  # a plain task: a task group would wrap our errors
+    try:
+        return await runtime(request).renders.now(fn, *args, stop)
+    except Stopped:
+        log.debug("%s stopped: the client left", request.url.path)
+        raise ClientDisconnect from None
+    finally:
+        watching.cancel()
 
 
 def _json(data: Any) -> Response:
