@@ -266,7 +266,7 @@ class Gateway(
 
         http = _async_http(self._http.timeout, self._routes)
         engine = _embedder(self, texts, labels, options, async_httpx_sender(http), http.aclose)
-        return drive(engine, progress and engine.total > 0, "embed", "text")
+        return drive(engine, progress and engine.to_send > 0, "embed", "text")
 
     def close(self) -> None:
         if self._owns_http:
@@ -338,7 +338,7 @@ class AsyncGateway(
         from gatecell.batch import adrive
 
         engine = _embedder(self, texts, labels, options, self._send)
-        return await adrive(engine, progress and engine.total > 0, "embed", "text")
+        return await adrive(engine, progress and engine.to_send > 0, "embed", "text")
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -252,6 +252,13 @@ class EmbedEngine:
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ticket: int | None = None
+        self._take_kept()  # now, so the caller knows what is left to send (no bar for none)
+        self._batches()
+
+    @property
+    def to_send(self) -> int:
+        """Texts the store does not hold: what the gateway will be asked for."""
+        return len(self.unique) - int(self.have.sum())
 
     # -- the texts --------------------------------------------------------------------
 
@@ -296,8 +303,6 @@ class EmbedEngine:
     async def run(self) -> Vectors:
         """Every text's vector: a `Vectors` in the order of the texts given."""
         self._loop = asyncio.get_running_loop()
-        self._take_kept()
-        self._batches()
         workers = min(self.settings.concurrency, len(self._queue))
         running = self._running = asyncio.gather(*(self._worker() for _ in range(workers)))
         interrupted = False
@@ -316,7 +321,7 @@ class EmbedEngine:
                 await self._close()
             if self.store is not None:  # what came back is kept before the call returns
                 await self.store.committed(self._ticket, 10.0)
-        missing = len(self.unique) - int(self.have.sum())
+        missing = self.to_send
         if self._errors or interrupted or missing:
             why = self._errors[0] if self._errors else "interrupted"
             more = f" (and {len(self._errors) - 1} more)" if len(self._errors) > 1 else ""

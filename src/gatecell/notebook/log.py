@@ -73,7 +73,7 @@ def show_similar(gateway: Any, text: str, n: int) -> None:
     if not rows:
         print("nothing logged yet")
         return
-    note = f"The log is `{st.path}`; `gatecell logs --similar TEXT -n {n}` shows the exchanges whole."
+    note = f"`gatecell logs --similar TEXT -n {n}` shows the exchanges whole."
     _show_rows(rows, note, similarity=True)
 
 
