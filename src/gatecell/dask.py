@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from gatecell.batch import MapOptions
     from gatecell.batch.embed import EmbedOptions
+    from gatecell.batch.meaning import JoinOptions
 
 __all__ = ["map", "embed", "search", "join", "ship", "ShippedKey"]
 
@@ -288,26 +289,21 @@ def join(
     ddf: Any,
     right: Any,
     *,
-    left_on: str | None = None,
-    right_on: str | None = None,
-    k: int = 1,
-    threshold: float | None = None,
-    how: str = "inner",
-    suffixes: tuple[str, str] = ("", "_right"),
     base_url: str | None = None,
     api_key: ShippedKey | None = None,
     parallel: int | None = None,
-    **options: Unpack[EmbedOptions],
+    **options: Unpack[JoinOptions],
 ) -> Any:
     """A semantic join of each partition of ``ddf`` with ``right`` (a pandas DataFrame or
     Series, sent to every partition), on the workers: a lazy dask DataFrame, as
-    ``df.gatecell.join`` gives for each partition, on ``ddf``'s index."""
-    from gatecell.batch.meaning import join_frames
+    ``df.gatecell.join`` gives for each partition, on ``ddf``'s index. The options are
+    `gatecell.batch.meaning.JoinOptions`."""
+    from gatecell.batch.meaning import join_arguments, join_frames
 
-    arguments: dict[str, Any] = {"left_on": left_on, "right_on": right_on, "k": k, "threshold": threshold}
-    arguments["how"] = how
-    task = _task(ddf, "join", base_url, api_key, parallel, options, suffixes=suffixes, **arguments)
-    meta = join_frames(_NoClient(), ddf._meta, right.iloc[:0], suffixes=suffixes, progress=False, **arguments)
+    arguments = join_arguments(options)
+    embedding = arguments.pop("options")
+    task = _task(ddf, "join", base_url, api_key, parallel, embedding, **arguments)
+    meta = join_frames(_NoClient(), ddf._meta, right.iloc[:0], progress=False, **arguments)
     return ddf.map_partitions(_meaning, task, right, meta=meta)
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from gatecell.batch import Batch, MapOptions
     from gatecell.batch.embed import EmbedOptions
+    from gatecell.batch.meaning import JoinOptions
     from gatecell.gateway import Gateway
 
 __all__ = ["GatecellAccessor", "default_gateway"]
@@ -128,35 +129,18 @@ class GatecellAccessor:
         self,
         right: Any,
         *,
-        left_on: str | None = None,
-        right_on: str | None = None,
-        k: int = 1,
-        threshold: float | None = None,
-        how: str = "inner",
-        suffixes: tuple[str, str] = ("", "_right"),
         gateway: Gateway | None = None,
         progress: bool = True,
-        **options: Unpack[EmbedOptions],
+        **options: Unpack[JoinOptions],
     ) -> pd.DataFrame:
-        """A semantic join: each row beside the ``k`` rows of ``right`` nearest it by meaning
-        (``left_on`` here, ``right_on`` there), a ``score`` column, pairs below ``threshold``
-        dropped; ``how="left"`` keeps rows with no match. On this index."""
-        from gatecell.batch.meaning import join_frames
+        """A semantic join: each row beside the ``k`` (1) rows of ``right`` nearest it by
+        meaning (``left_on`` here, ``right_on`` there), a ``score`` column, pairs below
+        ``threshold`` dropped; ``how="left"`` keeps rows with no match; ``suffixes`` for names
+        in both. On this index. The options are `gatecell.batch.meaning.JoinOptions`."""
+        from gatecell.batch.meaning import join_arguments, join_frames
 
         client = gateway or default_gateway()
-        return join_frames(
-            client,
-            self._obj,
-            right,
-            left_on,
-            right_on,
-            k,
-            threshold,
-            how,
-            suffixes,
-            progress=progress,
-            options=dict(options),
-        )
+        return join_frames(client, self._obj, right, progress=progress, **join_arguments(options))
 
     def dedupe(
         self,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from gatecell.wire.errors import InvalidRequest, echo
 
+from .embed import EmbedOptions
 from .nearest import check, groups, normalized, pairs_over, top_k
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ __all__ = [
     "vector_series",
     "search_frame",
     "join_frames",
+    "JoinOptions",
+    "join_arguments",
     "dedupe_frame",
     "cluster_frame",
     "similar_exchanges",
@@ -117,6 +120,29 @@ def search_frame(
         rows = rows.iloc[ranked.indices].copy()
         rows["relevance"] = [r.relevance_score for r in ranked]
     return rows.iloc[:k]
+
+
+class JoinOptions(EmbedOptions, total=False):
+    """Keyword arguments of a semantic join (``df.gatecell.join``, ``gatecell.dask.join``):
+    where to match and how, then `EmbedOptions`. See `join_frames`."""
+
+    left_on: str | None
+    right_on: str | None
+    k: int
+    threshold: float | None
+    how: str  # "inner" (default) or "left"
+    suffixes: tuple[str, str]  # for names in both frames: ("", "_right")
+
+
+_JOIN = ("left_on", "right_on", "k", "threshold", "how", "suffixes")
+
+
+def join_arguments(options: JoinOptions | dict[str, Any]) -> dict[str, Any]:
+    """`join_frames`' keyword arguments from `JoinOptions`: the join's own, and the embed
+    options in ``options``."""
+    arguments: dict[str, Any] = {name: options[name] for name in _JOIN if name in options}  # type: ignore[literal-required]
+    arguments["options"] = {name: value for name, value in options.items() if name not in _JOIN}
+    return arguments
 
 
 def join_frames(
