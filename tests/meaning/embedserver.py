@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -58,6 +59,7 @@ class EmbedServer:
     rerank: bool = True
     cost: float | None = None
     refuse: frozenset[str] = frozenset()
+    delay: float = 0.0  # seconds each embedding request is held before its answer
     requests: int = 0
     inputs: list[str] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)  # inputs per embedding request, in order
@@ -112,6 +114,7 @@ class EmbedServer:
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         self.requests += 1
+        time.sleep(self.delay)
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         if self.rate_limited > 0:
             self.rate_limited -= 1

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,31 @@ def test_packed_and_one_by_one_reading_agree():
         np.testing.assert_array_equal(read_embeddings({"data": data}, 3).matrix, rows)
     padded = [{"index": 0, "embedding": base64.b64encode(np.arange(5, dtype="<f4").tobytes()).decode()}]
     assert read_embeddings({"data": padded}, 1).matrix.shape == (1, 5)  # 20 bytes: padded base64
+
+
+def test_ctrl_c_keeps_what_came_back_and_says_so_in_one_line(embed_server, gateway):
+    import signal
+
+    server = embed_server(delay=0.3)
+    texts = [f"text number {i}" for i in range(20)]
+    code = (
+        "from gatecell import Gateway\n"
+        f"Gateway(base_url={server.url!r}, api_key={KEY!r}).embed({texts!r}, batch_size=1, concurrency=1)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while server.requests < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    last = err.strip().splitlines()[-1]
+    assert "EmbedError: interrupted;" in last and "of 20 texts embedded, kept" in last
+    sent = len(server.inputs)
+    assert 2 <= sent < 20
+    vecs = gateway(server).embed(texts, batch_size=1, progress=False)
+    np.testing.assert_array_equal(vecs, expected(texts))
+    assert set(server.inputs) == set(texts) and len(server.inputs) <= len(texts) + 1  # one in flight, at most

@@ -269,18 +269,16 @@ class EmbedEngine:
         if self.store is None or not self.settings.cache:
             return
         kept = self.store.vectors(self.gateway, self.model, self.settings.dimensions, self.hashes)
-        for position, digest in enumerate(self.hashes):
-            blob = kept.get(digest)
-            if blob is None:
-                continue
-            vector = np.frombuffer(blob, dtype="<f4")
-            if self.matrix is None:
-                self.matrix = np.zeros((len(self.unique), vector.shape[0]), dtype=np.float32)
-            if vector.shape[0] != self.matrix.shape[1]:
-                continue  # a model that changed its length: asked again
-            self.matrix[position] = vector
-            self.have[position] = True
-            self.cached += int(self._per_unique[position])
+        if not kept:
+            return
+        width = len(next(iter(kept.values())))
+        found = [p for p, digest in enumerate(self.hashes) if len(kept.get(digest, b"")) == width]
+        # (a vector of another length: the model changed; asked again)
+        blobs = b"".join(kept[self.hashes[p]] for p in found)
+        self.matrix = np.zeros((len(self.unique), width // 4), dtype=np.float32)
+        self.matrix[found] = np.frombuffer(blobs, dtype="<f4").reshape(len(found), width // 4)
+        self.have[found] = True
+        self.cached = int(self._per_unique[found].sum())
         self.done += self.cached
 
     def _batches(self) -> None:
