@@ -186,3 +186,15 @@ def test_a_missing_value_is_refused_by_its_row_before_any_request(embed_server, 
     ):
         df.dropna().gatecell.dedupe("t", threshold=2, gateway=gateway(server), progress=False)
     assert server.statuses == []
+
+
+def test_series_search_and_join_need_no_column(embed_server, gateway):
+    gw = gateway(embed_server())
+    texts = pd.Series(["red apple", "green pear", "red car"], index=["x", "y", "z"], name="text")
+    hits = texts.gatecell.search("apple", k=1, gateway=gw, progress=False)
+    assert list(hits.index) == ["x"] and list(hits.columns) == ["text", "score"]
+    things = pd.Series(["green pear", "red car"], name="thing")
+    joined = texts.gatecell.join(things, k=1, gateway=gw, progress=False)
+    nearest = (matrix(texts) @ matrix(things).T).argmax(axis=1)  # ties: the first, as the join
+    assert list(joined["thing"]) == list(things.to_numpy()[nearest])
+    assert list(joined.index) == ["x", "y", "z"]
