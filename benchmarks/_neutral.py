@@ -6,6 +6,9 @@ gateway in front of it is what gets measured. A streaming answer (SPEC 6) holds
 ``max_tokens`` content chunks (default ``--chunks``), one HTTP chunk per SSE event as real
 gateways flush them, written to the socket in one go: it leaves as fast as the socket takes it.
 
+``/v1/embeddings`` answers one vector per input (the same ``DIMENSIONS`` numbers each, base64
+when asked, else floats), each answer of a given size and format built once.
+
 ``hello``: the smallest uvicorn app (a bare ASGI callable), the peer of the idle-memory benchmark.
 
 Both print ``READY <port>`` on stdout once they listen.
@@ -88,6 +91,29 @@ _STREAM_HEAD = (
 )
 
 
+DIMENSIONS = 384  # multilingual-e5-small's
+_UNIT = [1 / DIMENSIONS**0.5] * DIMENSIONS
+_EMBEDDINGS: dict[tuple[int, bool], bytes] = {}
+
+
+def embeddings(body: bytes) -> bytes:
+    """The answer to an embeddings request: as many vectors as inputs, in its format."""
+    import base64
+    import struct
+
+    request = json.loads(body)
+    count = len(request["input"]) if isinstance(request["input"], list) else 1
+    packed = request.get("encoding_format") == "base64"
+    key = (count, packed)
+    if key not in _EMBEDDINGS:
+        vector = base64.b64encode(struct.pack(f"<{DIMENSIONS}f", *_UNIT)).decode() if packed else _UNIT
+        data = [{"object": "embedding", "index": i, "embedding": vector} for i in range(count)]
+        usage = {"prompt_tokens": 8 * count, "total_tokens": 8 * count}
+        answer = {"object": "list", "data": data, "model": _MODEL, "usage": usage}
+        _EMBEDDINGS[key] = json.dumps(answer, separators=(",", ":")).encode()
+    return _EMBEDDINGS[key]
+
+
 class Neutral(asyncio.Protocol):
     """HTTP/1.1 with keep-alive; bodies by content-length or chunked; answers from a cache."""
 
@@ -151,6 +177,8 @@ class Neutral(asyncio.Protocol):
             return self.streams[n]
         if path.endswith(b"/models"):
             return _plain(b"200 OK", MODELS)
+        if path.endswith(b"/embeddings"):
+            return _plain(b"200 OK", embeddings(body))
         return _plain(b"404 Not Found", b'{"error":{"message":"not found","type":"not_found"}}')
 
 

@@ -28,6 +28,8 @@ BENCHMARKS = [
     "bench_memory",
     "bench_batch",
     "bench_render",
+    "bench_local_embed",
+    "bench_embed",
 ]
 TIMEOUT_S = 1200  # bench_batch takes about 7 minutes on a slow 2-core machine
 START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table

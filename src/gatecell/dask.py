@@ -21,6 +21,12 @@ as data) and each worker makes its own `gatecell.wire.typed.structured.Schema`: 
 JSON Schema dict holds classes made on the fly, which ``pickle`` cannot carry (and which
 would travel whole, validators and all, with every task).
 
+**Meaning.** ``embed``, ``search`` and ``join`` run `gatecell.batch.meaning` on each partition,
+on its worker (each worker embeds its rows once, ever, in its own store): ``embed`` gives a
+lazy Series of vectors, ``join`` a lazy frame of matches (the right side, a pandas frame, goes
+to every partition), ``search`` the ``k`` best rows of all partitions (each partition's ``k``
+best, then the best of those, ties in the rows' order), computed, as a pandas frame.
+
 **Rate limits.** ``rpm`` and ``tpm`` are for the whole computation: each partition gets an
 equal share, the limit divided by the number of partitions that run at once (the smaller of
 the number of partitions and the cluster's worker threads, read from the current
@@ -44,8 +50,10 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from gatecell.batch import MapOptions
+    from gatecell.batch.embed import EmbedOptions
+    from gatecell.batch.meaning import JoinOptions
 
-__all__ = ["map", "ship", "ShippedKey"]
+__all__ = ["map", "embed", "search", "join", "ship", "ShippedKey"]
 
 
 class ShippedKey:
@@ -110,6 +118,30 @@ def _parallel(npartitions: int) -> int:
     return max(1, min(npartitions, threads))
 
 
+def _address(base_url: str | None, api_key: Any, what: str) -> str:
+    """The gateway's root address for the workers; a key that is not shipped on purpose, or no
+    address, refused in one line."""
+    if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):
+        raise InvalidRequest(
+            "api_key",
+            "a key goes to Dask workers only when shipped on purpose: api_key=gatecell.dask.ship(key) "
+            "(or set GATECELL_API_KEY in the workers' environment)",
+        )
+    url = base_url or next((os.environ[n] for n in ENV_BASE_URL if os.environ.get(n)), None)
+    if not url:
+        raise ConfigError(
+            f"gatecell.dask.{what} needs the gateway's address: base_url=... or GATECELL_BASE_URL"
+        )
+    return root_url(url)
+
+
+def _shared(resolved: Any, ddf: Any, parallel: int | None) -> Any:
+    """The options with ``rpm`` and ``tpm`` divided between the partitions that run at once."""
+    share = parallel or _parallel(ddf.npartitions)
+    rpm, tpm = resolved.rpm, resolved.tpm
+    return dataclasses.replace(resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None)
+
+
 def map(
     ddf: Any,
     template: str,
@@ -131,25 +163,13 @@ def map(
 
     resolved = resolve(options)  # the caller's environment decides the unset limits
     Rows(ddf._meta).check(Template(template, images=resolved.images))  # a field the columns lack: refused now
-    if isinstance(api_key, Secret) or (api_key is not None and not isinstance(api_key, ShippedKey)):
-        raise InvalidRequest(
-            "api_key",
-            "a key goes to Dask workers only when shipped on purpose: api_key=gatecell.dask.ship(key) "
-            "(or set GATECELL_API_KEY in the workers' environment)",
-        )
-    url = base_url or next((os.environ[n] for n in ENV_BASE_URL if os.environ.get(n)), None)
-    if not url:
-        raise ConfigError("gatecell.dask.map needs the gateway's address: base_url=... or GATECELL_BASE_URL")
-    share = parallel or _parallel(ddf.npartitions)
-    rpm, tpm = resolved.rpm, resolved.tpm
-    shared = dataclasses.replace(
-        resolved, rpm=rpm / share if rpm else None, tpm=tpm / share if tpm else None, schema=None
-    )
+    url = _address(base_url, api_key, "map")
+    shared = dataclasses.replace(_shared(resolved, ddf, parallel), schema=None)
     options_for_workers = tuple((k, v) for k, v in dataclasses.asdict(shared).items() if k != "schema")
     typed = tuple((k, v) for k, v in options.items() if k in ("schema", "choices") and v is not None)
     schema = resolved.schema
     columns = schema is not None and schema.kind != "choices"
-    settings = _Settings(root_url(url), api_key, options_for_workers, typed, columns)
+    settings = _Settings(url, api_key, options_for_workers, typed, columns)
     index = ddf._meta.index
     if schema is not None and columns:
         from gatecell.batch.frame import frame
@@ -160,3 +180,137 @@ def map(
     else:
         meta = pd.Series([], dtype=object, name="text", index=index)
     return ddf.map_partitions(_partition, template, settings, meta=meta)
+
+
+# -- meaning -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Meaning:
+    """What a worker needs for one meaning operation: where, the key, the embed options, and
+    the operation's own arguments (``operation``: embed, search or join)."""
+
+    base_url: str
+    api_key: ShippedKey | None
+    options: tuple[tuple[str, Any], ...]
+    operation: str
+    arguments: tuple[tuple[str, Any], ...] = ()
+
+
+def _meaning(part: Any, task: _Meaning, *extra: Any) -> Any:
+    """One partition's share of a meaning operation, on its worker."""
+    from gatecell.batch import meaning
+    from gatecell.gateway import Gateway
+
+    key = task.api_key.reveal() if task.api_key is not None else None
+    arguments, options = dict(task.arguments), dict(task.options)
+    with Gateway(base_url=task.base_url, api_key=key) as gw:
+        if task.operation == "embed":
+            series = meaning.column_of(part, arguments["column"])
+            return meaning.vector_series(meaning.embed_column(gw, series, False, options), series)
+        if task.operation == "search":
+            return meaning.search_frame(gw, part, progress=False, options=options, **arguments)
+        return meaning.join_frames(gw, part, extra[0], progress=False, options=options, **arguments)
+
+
+def _task(
+    ddf: Any,
+    operation: str,
+    base_url: str | None,
+    api_key: Any,
+    parallel: int | None,
+    options: Any,
+    **arguments: Any,
+) -> _Meaning:
+    from gatecell.batch.embed import resolve_embed
+
+    url = _address(base_url, api_key, operation)
+    shared = _shared(resolve_embed(options), ddf, parallel)
+    return _Meaning(
+        url, api_key, tuple(dataclasses.asdict(shared).items()), operation, tuple(arguments.items())
+    )
+
+
+def embed(
+    ddf: Any,
+    column: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: ShippedKey | None = None,
+    parallel: int | None = None,
+    **options: Unpack[EmbedOptions],
+) -> Any:
+    """The vectors of a column's texts (a Series' own), partition by partition on the
+    workers: a lazy dask Series of float32 vectors on ``ddf``'s index. Options as
+    `Gateway.embed`; ``base_url``, ``api_key``, ``parallel`` as `map`."""
+    import pandas as pd
+
+    from gatecell.batch.meaning import column_of
+
+    name = column_of(ddf._meta, column).name
+    task = _task(ddf, "embed", base_url, api_key, parallel, options, column=column)
+    meta = pd.Series([], dtype=object, name=name, index=ddf._meta.index)
+    return ddf.map_partitions(_meaning, task, meta=meta)
+
+
+def search(
+    ddf: Any,
+    query: str,
+    *,
+    on: str | None = None,
+    k: int = 10,
+    threshold: float | None = None,
+    base_url: str | None = None,
+    api_key: ShippedKey | None = None,
+    parallel: int | None = None,
+    **options: Unpack[EmbedOptions],
+) -> Any:
+    """The ``k`` rows nearest ``query`` by meaning over every partition, best first, with a
+    ``score`` column: computed now, a pandas DataFrame (each partition's ``k`` best on its
+    worker, then the best of those; ties in the rows' order), as ``df.gatecell.search``."""
+    import pandas as pd
+
+    from gatecell.batch.meaning import column_of
+    from gatecell.batch.nearest import check
+
+    check(k, threshold)
+    column_of(ddf._meta, on)  # a column the frame lacks: refused now
+    task = _task(
+        ddf, "search", base_url, api_key, parallel, options, query=query, on=on, k=k, threshold=threshold
+    )
+    frame = ddf._meta.to_frame() if ddf._meta.ndim == 1 else ddf._meta
+    meta = frame.assign(score=pd.Series(dtype="float32"))
+    best = ddf.map_partitions(_meaning, task, meta=meta).compute()
+    order = (-best["score"].to_numpy()).argsort(kind="stable")  # partitions in order: ties by row
+    return best.iloc[order[:k]]
+
+
+def join(
+    ddf: Any,
+    right: Any,
+    *,
+    base_url: str | None = None,
+    api_key: ShippedKey | None = None,
+    parallel: int | None = None,
+    **options: Unpack[JoinOptions],
+) -> Any:
+    """A semantic join of each partition of ``ddf`` with ``right`` (a pandas DataFrame or
+    Series, sent to every partition), on the workers: a lazy dask DataFrame, as
+    ``df.gatecell.join`` gives for each partition, on ``ddf``'s index. The options are
+    `gatecell.batch.meaning.JoinOptions`."""
+    from gatecell.batch.meaning import join_arguments, join_frames
+
+    arguments = join_arguments(options)
+    embedding = arguments.pop("options")
+    task = _task(ddf, "join", base_url, api_key, parallel, embedding, **arguments)
+    meta = join_frames(_NoClient(), ddf._meta, right.iloc[:0], progress=False, **arguments)
+    return ddf.map_partitions(_meaning, task, right, meta=meta)
+
+
+class _NoClient:
+    """Stands for a client where a join of empty frames gives its columns (no request)."""
+
+    def embed(self, texts: list[str], **options: Any) -> Any:
+        import numpy as np
+
+        return np.zeros((len(texts), 1), dtype=np.float32)

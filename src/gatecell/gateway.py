@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from gatecell.batch import Batch, MapOptions, OnRow
+    from gatecell.batch.embed import EmbedEngine, EmbedOptions
+    from gatecell.wire.apis.vectors import Vectors
 
 __all__ = ["Gateway", "AsyncGateway"]
 
@@ -265,6 +267,34 @@ class Gateway(
         self.base_url  # noqa: B018  (where: decided before the rows are)
         return run_map(self, self._routes, template, data, progress=progress, on_row=on_row, **options)
 
+    def embed(
+        self,
+        texts: Any,
+        *,
+        progress: bool = True,
+        labels: Any = None,
+        **options: Unpack[EmbedOptions],
+    ) -> Vectors:
+        """The vectors of ``texts`` (a list of strings, or one): a `Vectors`, numpy float32 of
+        shape (n, d), one row per text in their order, with ``.meta`` (model, dimensions,
+        whether rows are L2-normalised, what was sent, tokens, cost).
+
+        Each text is embedded once, ever: duplicates are sent once, and vectors are kept in
+        the store, so a re-run (in any process) sends none of the texts it holds. The rest go
+        in batches (``batch_size`` texts, ``batch_tokens`` estimated tokens), ``concurrency``
+        at once within ``rpm``/``tpm``; a batch refused as too large is split in half until
+        it passes, a text refused alone fails the call in one line (what came back before is
+        kept). Options (model, dimensions, batch_size, batch_tokens, concurrency, rpm, tpm,
+        max_retries, patience, cache) are `gatecell.batch.embed.EmbedOptions`; ``labels``
+        name the texts in errors (a DataFrame's index). Ctrl-C stops it; see
+        `gatecell.batch.embed`.
+        """
+        from gatecell.batch import drive
+
+        http = _async_http(self._http.timeout, self._routes)
+        engine = _embedder(self, texts, labels, options, async_httpx_sender(http), http.aclose)
+        return drive(engine, progress and engine.to_send > 0, "embed", "texts")
+
     def close(self) -> None:
         if self._owns_http:
             self._http.close()
@@ -292,12 +322,7 @@ class AsyncGateway(
     _http: httpx.AsyncClient
 
     def _new_http(self, timeout: httpx.Timeout, proxies: Proxies | None) -> httpx.AsyncClient:
-        if proxies is None:
-            return httpx.AsyncClient(timeout=timeout, trust_env=False)
-        return httpx.AsyncClient(
-            timeout=timeout,
-            transport=ProxiedTransport(proxies, lambda proxy: httpx.AsyncHTTPTransport(proxy=proxy)),
-        )
+        return _async_http(timeout, proxies)
 
     def _sender(self, http: httpx.AsyncClient) -> AsyncSend:
         return async_httpx_sender(http)
@@ -328,6 +353,49 @@ class AsyncGateway(
             **options,
         )
 
+    async def embed(
+        self,
+        texts: Any,
+        *,
+        progress: bool = True,
+        labels: Any = None,
+        **options: Unpack[EmbedOptions],
+    ) -> Vectors:
+        """`Gateway.embed`, on the running event loop."""
+        from gatecell.batch import adrive
+
+        engine = _embedder(self, texts, labels, options, self._send)
+        return await adrive(engine, progress and engine.to_send > 0, "embed", "texts")
+
     async def aclose(self) -> None:
         if self._owns_http:
             await self._http.aclose()
+
+
+def _async_http(timeout: httpx.Timeout, proxies: Proxies | None) -> httpx.AsyncClient:
+    """gatecell's own async httpx client: through the proxies their rules name, or (None) direct."""
+    if proxies is None:
+        return httpx.AsyncClient(timeout=timeout, trust_env=False)
+    return httpx.AsyncClient(
+        timeout=timeout,
+        transport=ProxiedTransport(proxies, lambda proxy: httpx.AsyncHTTPTransport(proxy=proxy)),
+    )
+
+
+def _embedder(
+    client: Gateway | AsyncGateway,
+    texts: Any,
+    labels: Any,
+    options: EmbedOptions,
+    send: AsyncSend,
+    close: Any = None,
+) -> EmbedEngine:
+    """The engine of one ``embed`` call: its texts and options checked now (one line each,
+    before any request), the gateway decided."""
+    from gatecell.batch.embed import EmbedEngine, resolve_embed, texts_of
+
+    settings = resolve_embed(options)
+    checked = texts_of(texts, labels)
+    client.base_url  # noqa: B018  (where: decided before the texts are)
+    store = client.journal.store if settings.cache or client.log else None
+    return EmbedEngine(client, client.journal.gateway, checked, settings, send, store, client.log, close)

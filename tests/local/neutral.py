@@ -27,12 +27,19 @@ class Neutral:
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/v1/videos/{id}", self.video, methods=["GET"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+                Route("/v1/rerank", self.rerank, methods=["POST"]),
             ]
         )
 
-    async def chat(self, request: Request):
+    async def _arrived(self, request: Request) -> bytes:
+        """The body, kept as it arrived with the key it came with."""
         self.seen_auth.append(request.headers.get("authorization", ""))
         self.bodies.append(await request.body())
+        return self.bodies[-1]
+
+    async def chat(self, request: Request):
+        await self._arrived(request)
         if request.headers.get("authorization") != f"Bearer {UPSTREAM_KEY}":
             return JSONResponse({"error": {"message": "bad upstream key"}}, status_code=401)
         body = await request.json()
@@ -76,6 +83,20 @@ class Neutral:
                 "data": [{"id": "remote-chat", "object": "model", "created": 1, "owned_by": "neutral"}],
             }
         )
+
+    async def embeddings(self, request: Request):
+        """One fixed vector per input: [number of the input's characters, 1]."""
+        body = json.loads(await self._arrived(request))
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        data = [{"object": "embedding", "index": i, "embedding": [len(t), 1.0]} for i, t in enumerate(texts)]
+        usage = {"prompt_tokens": len(texts), "total_tokens": len(texts)}
+        return JSONResponse({"object": "list", "data": data, "model": body["model"], "usage": usage})
+
+    async def rerank(self, request: Request):
+        """The documents in reverse order, scores falling from 1."""
+        n = len(json.loads(await self._arrived(request))["documents"])
+        results = [{"index": n - 1 - i, "relevance_score": 1 - i / n} for i in range(n)]
+        return JSONResponse({"results": results})
 
     async def video(self, request: Request):
         return JSONResponse(

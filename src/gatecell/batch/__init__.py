@@ -57,9 +57,15 @@ def run_map(
     engine runs on a loop of its own in a worker thread (``on_row`` is called there); this
     thread shows the progress and takes Ctrl-C, which stops the engine and returns the
     partial `Batch`."""
+    return drive(_engine(client, proxies, template, data, options, on_row), progress)
+
+
+def drive(engine: Any, progress: bool, desc: str = "map", unit: str = "rows") -> Any:
+    """What ``engine.run()`` gives, run on an event loop of its own in a worker thread; this
+    thread shows its progress and takes Ctrl-C, which stops it (``engine.stop_threadsafe``)
+    and returns (or raises) what it does then."""
     from .progress import BatchBar
 
-    engine = _engine(client, proxies, template, data, options, on_row)
     outcome: dict[str, Any] = {}
     finished = threading.Event()  # not Thread.join: a join cut by Ctrl-C can leave is_alive() wrong
 
@@ -71,7 +77,7 @@ def run_map(
         finally:
             finished.set()
 
-    bar = BatchBar(engine, progress)
+    bar = BatchBar(engine, progress, desc, unit)
     threading.Thread(target=main, name="gatecell-map", daemon=True).start()
     try:
         while not finished.wait(bar.interval):
@@ -101,10 +107,15 @@ async def arun_map(
     **options: Any,
 ) -> Batch:
     """`AsyncGateway.map`: `run_map` on the running loop, the progress updated beside it."""
+    engine = _engine(client, proxies, template, data, options, on_row)
+    return await adrive(engine, progress)
+
+
+async def adrive(engine: Any, progress: bool, desc: str = "map", unit: str = "rows") -> Any:
+    """`drive` on the running loop, the progress updated beside it."""
     from .progress import BatchBar
 
-    engine = _engine(client, proxies, template, data, options, on_row)
-    bar = BatchBar(engine, progress)
+    bar = BatchBar(engine, progress, desc, unit)
 
     async def show() -> None:
         while True:

@@ -16,7 +16,7 @@ from gatecell.wire.transport.settings import env_number
 from gatecell.wire.typed.structured import Schema
 from gatecell.wire.typed.typed_calls import typed_request
 
-__all__ = ["MapOptions", "MapSettings", "resolve", "from_flags"]
+__all__ = ["MapOptions", "MapSettings", "resolve", "from_flags", "positive", "rate_limits"]
 
 _DEFAULT_MODEL = "local-chat"
 
@@ -65,7 +65,8 @@ class MapSettings:
     images: tuple[str, ...] = ()
 
 
-def _positive(name: str, value: Any, whole: bool = False) -> None:
+def positive(name: str, value: Any, whole: bool = False) -> None:
+    """Refuse, in one line, a value that is not a positive number (whole, if asked)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if not ok or (whole and int(value) != value):
         kind = "whole number" if whole else "number"
@@ -99,18 +100,13 @@ def resolve(options: MapOptions | dict[str, Any]) -> MapSettings:
     given["model"] = options.get("model") or os.environ.get("GATECELL_MODEL") or _DEFAULT_MODEL
     given["concurrency"] = env_number(options.get("concurrency"), "GATECELL_MAP_CONCURRENCY", 8)
     given["patience"] = env_number(options.get("patience"), "GATECELL_MAP_PATIENCE", 600.0)
-    for name in ("rpm", "tpm"):  # unset: the environment's, where 0 means no limit
-        if options.get(name) is None:
-            given[name] = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
+    given.update(rate_limits(options))
     resolved = MapSettings(**given)
     if resolved.api not in TEXT_APIS:
         raise InvalidRequest("api", f"must be one of {', '.join(TEXT_APIS)}; got {echo(resolved.api)}")
     if resolved.on_error not in ("record", "raise"):
         raise InvalidRequest("on_error", f"must be 'record' or 'raise'; got {echo(resolved.on_error)}")
-    _positive("concurrency", resolved.concurrency, whole=True)
-    for name in ("rpm", "tpm"):
-        if getattr(resolved, name) is not None:
-            _positive(name, getattr(resolved, name))
+    positive("concurrency", resolved.concurrency, whole=True)
     patience = resolved.patience
     if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not patience >= 0:
         raise InvalidRequest("patience", f"must be a number of seconds >= 0; got {echo(patience)}")
@@ -118,6 +114,20 @@ def resolve(options: MapOptions | dict[str, Any]) -> MapSettings:
     if retries is not None and (not isinstance(retries, int) or isinstance(retries, bool) or retries < 0):
         raise InvalidRequest("max_retries", f"must be a whole number >= 0; got {echo(retries)}")
     return resolved
+
+
+def rate_limits(options: Any) -> dict[str, float | None]:
+    """``rpm`` and ``tpm`` as given, else the environment's (``GATECELL_RPM``,
+    ``GATECELL_TPM``; 0 is no limit); positive or None, else an `InvalidRequest`."""
+    limits: dict[str, float | None] = {}
+    for name in ("rpm", "tpm"):
+        value = options.get(name)
+        if value is None:
+            value = env_number(None, f"GATECELL_{name.upper()}", 0.0) or None
+        if value is not None:
+            positive(name, value)
+        limits[name] = value
+    return limits
 
 
 def from_flags(ns: Any) -> MapOptions:

@@ -15,16 +15,17 @@ __all__ = ["BatchBar"]
 
 
 class BatchBar:
-    """The bar of one batch (see the module); ``update`` reads the engine's counts."""
+    """The bar of one batch (see the module); ``update`` reads the engine's counts, counted
+    in ``unit`` (plural: the bar reads "0 rows")."""
 
-    def __init__(self, engine: Any, enabled: bool) -> None:
+    def __init__(self, engine: Any, enabled: bool, desc: str = "map", unit: str = "rows") -> None:
         self.engine = engine
         self.interval = max(env_number(None, "GATECELL_UPDATE_INTERVAL", 0.1), 0.02)
         self._bar: Any = None
         if enabled:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=engine.total, unit=" rows", desc="map", mininterval=self.interval)
+            self._bar = tqdm(total=engine.total, unit=f" {unit}", desc=desc, mininterval=self.interval)
         self._shown: tuple[int, ...] = ()
 
     def update(self) -> None:

@@ -278,6 +278,9 @@ def _parser() -> argparse.ArgumentParser:
     from .map import add_parser as add_map_command
 
     add_map_command(sub)
+    from .meaning import add_parsers as add_meaning_commands
+
+    add_meaning_commands(sub)
     return parser
 
 
@@ -332,6 +335,10 @@ def _logs(args: argparse.Namespace) -> int:
     store = _log_store()
     if store is None:
         return 0
+    if args.similar:
+        from .meaning import similar
+
+        return similar(store, args.similar, args.count)
     rows = store.logs(n=args.count, q=args.query, model=args.model, conversation=args.conversation)
     for row in reversed(rows):  # oldest first: the newest ends up last, nearest the prompt
         print(json_line(row) if args.json else exchange_text(row))
@@ -382,6 +389,11 @@ def _add_store_commands(sub: argparse._SubParsersAction) -> None:
     logs.add_argument("-q", "--query", help="only exchanges whose prompt or reply has all these words")
     logs.add_argument("-m", "--model", help="only this model")
     logs.add_argument("-c", "--conversation", help="only this named conversation")
+    logs.add_argument(
+        "--similar",
+        metavar="TEXT",
+        help="the exchanges nearest TEXT by meaning, best first (prompts and replies embedded once, kept)",
+    )
     logs.add_argument("--json", action="store_true", help="one JSON object per line")
     logs.set_defaults(run=_logs)
 

@@ -25,7 +25,7 @@ from gatecell.wire.util.secret import redact
 
 from .auth import credential
 from .config import Config
-from .endpoints import completions, media, media_jobs, models, native, responses
+from .endpoints import completions, embeddings, media, media_jobs, models, native, responses
 from .endpoints.common import OWNER
 from .errors import Fail, error_response, format_for, shown
 from .runtime import Runtime
@@ -61,6 +61,8 @@ def _routes() -> list[Route]:
         ("/v1/videos/{id}", media_jobs.get_video, ["GET"]),
         ("/v1/videos/{id}/content", media_jobs.video_content, ["GET"]),
         ("/v1/models", models.list_models, ["GET"]),
+        ("/v1/embeddings", embeddings.embeddings, ["POST"]),  # WIRE-NOTES, not SPEC
+        ("/v1/rerank", embeddings.rerank, ["POST"]),
     ]
     routes = [Route(path, fn, methods=methods) for path, fn, methods in versioned]
     # SPEC 4 note 2: the same endpoints under the base address without a version.

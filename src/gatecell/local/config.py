@@ -32,6 +32,7 @@ __all__ = [
     "ENV_MAX_BODY",
     "ENV_MAX_RELAY",
     "ENV_DATA",
+    "ENV_EMBED",
     "MEMORY",
     "local_data",
     "home_key",
@@ -45,6 +46,9 @@ ENV_JOB_SECONDS = "GATECELL_LOCAL_JOB_SECONDS"  # how long a video/imagine/music
 ENV_MAX_BODY = "GATECELL_LOCAL_MAX_BODY"  # bytes
 ENV_MAX_RELAY = "GATECELL_LOCAL_MAX_RELAY"  # bytes of one upstream answer relayed to a client
 ENV_DATA = "GATECELL_LOCAL_DATA"  # the folder of jobs and files; MEMORY: none
+ENV_EMBED = (
+    "GATECELL_LOCAL_EMBED"  # auto: local-embed where gatecell[embed] is installed; ngram: the fallback only
+)
 MEMORY = ":memory:"
 KEY_FILE = "local-key"  # in GATECELL_HOME: the local gateway's own key, see `home_key`
 
@@ -64,6 +68,8 @@ _LIMITS = {
     "idle_timeout": "GATECELL_LOCAL_IDLE_TIMEOUT",
     "max_connections": "GATECELL_LOCAL_MAX_CONNECTIONS",
     "max_age": "GATECELL_LOCAL_MAX_AGE",
+    "embed_inputs": "GATECELL_LOCAL_EMBED_INPUTS",
+    "embed_chars": "GATECELL_LOCAL_EMBED_CHARS",
 }
 
 
@@ -222,6 +228,9 @@ class Config:
     max_connections: int = 0  # open connections at most; 0: `default_max_connections()`
     max_age: float = 7 * 86400.0  # seconds jobs and files are kept at most
     data: Path | None = None  # the folder of jobs and files, which outlive the gateway; None: memory
+    embed: str = "auto"  # the embedding models served: see ENV_EMBED
+    embed_inputs: int = 2048  # inputs of one /v1/embeddings request (documents of a rerank), as OpenAI
+    embed_chars: int = 32768  # characters of one input (about OpenAI's 8,192 tokens)
 
     @classmethod
     def create(
@@ -237,6 +246,7 @@ class Config:
         upstream_key_env: str = "GATECELL_UPSTREAM_KEY",
         public_url: str | None = None,
         data: str | os.PathLike[str] | None = None,
+        embed: str | None = None,
         **limits: float | None,
     ) -> Config:
         """Fill what is not given from the environment; generate a key when there is none.
@@ -244,8 +254,9 @@ class Config:
         Keys given here (`api_keys`, `api_key_file`) replace those of the environment
         (GATECELL_LOCAL_KEYS, GATECELL_LOCAL_KEY_FILE). `limits` are the fields job_queue,
         job_queue_per_key, jobs_kept, media_bytes, head_timeout, idle_timeout,
-        max_connections and max_age, each with its GATECELL_LOCAL_* variable. `data` (else
-        GATECELL_LOCAL_DATA) is the folder of jobs and files; none, or `MEMORY`: in memory.
+        max_connections, max_age, embed_inputs and embed_chars, each with its GATECELL_LOCAL_*
+        variable. `data` (else GATECELL_LOCAL_DATA) is the folder of jobs and files; none, or
+        `MEMORY`: in memory. `embed` (else GATECELL_LOCAL_EMBED) is ``auto`` or ``ngram``.
         """
         unknown = set(limits) - set(_LIMITS)
         if unknown:
@@ -270,6 +281,9 @@ class Config:
             if value < 0 or (value == 0 and name != "max_connections"):
                 raise ValueError(f"{name} ({env}) must be above 0, got {value!r}")
             chosen[name] = value
+        embed = embed or os.environ.get(ENV_EMBED) or "auto"
+        if embed not in ("auto", "ngram"):
+            raise ValueError(f"embed ({ENV_EMBED}) must be auto or ngram, got {embed!r:.40}")
         upstream_key = os.environ.get(upstream_key_env) if upstream else None
         folder = os.fspath(data) if data is not None else os.environ.get(ENV_DATA, "")
         public_url = public_url or os.environ.get("GATECELL_LOCAL_PUBLIC_URL") or None
@@ -292,6 +306,9 @@ class Config:
             max_connections=int(chosen["max_connections"]),
             max_age=chosen["max_age"],
             data=Path(folder).expanduser() if folder and folder != MEMORY else None,
+            embed=embed,
+            embed_inputs=int(chosen["embed_inputs"]),
+            embed_chars=int(chosen["embed_chars"]),
         )
 
     @classmethod

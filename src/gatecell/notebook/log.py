@@ -51,15 +51,36 @@ def _store() -> Any:
 
 def show_log(n: int, q: str | None, model: str | None, conversation: str | None) -> None:
     """The last ``n`` exchanges (matching ``q``...), oldest first, as a table."""
-    from gatecell.store.report import short
 
     st = _store()
     rows = st.logs(n=n, q=q, model=model, conversation=conversation)
     if not rows:
         print("nothing logged yet" if not (q or model or conversation) else "no exchange matches")
         return
+    note = f"The log is `{st.path}`; `gatecell logs -n {n}` shows the exchanges whole."
+    _show_rows(list(reversed(rows)), note)
+
+
+def show_similar(gateway: Any, text: str, n: int) -> None:
+    """The ``n`` exchanges nearest ``text`` by meaning, best first, as a table with their
+    similarity (the log's prompts and replies embedded once, kept: see
+    `gatecell.batch.meaning.similar_exchanges`)."""
+    from gatecell.batch.meaning import similar_exchanges
+
+    st = _store()
+    rows = similar_exchanges(gateway, st, text, n)
+    if not rows:
+        print("nothing logged yet")
+        return
+    note = f"`gatecell logs --similar TEXT -n {n}` shows the exchanges whole."
+    _show_rows(rows, note, similarity=True)
+
+
+def _show_rows(rows: list[dict[str, Any]], note: str, similarity: bool = False) -> None:
+    from gatecell.store.report import short
+
     table = []
-    for row in reversed(rows):
+    for row in rows:
         usage = row["usage"] or {}
         flags = [f for f in ("cached" if row["cached"] else "", "partial" if row["partial"] else "") if f]
         table.append(
@@ -74,10 +95,12 @@ def show_log(n: int, q: str | None, model: str | None, conversation: str | None)
                 "" if row["latency"] is None else f"{row['latency']:.2f} s",
                 " ".join(flags),
             )
+            + ((f"{row['similarity']:.3f}",) if similarity else ())
         )
     headers = ["time (UTC)", "model", "api", "conversation", "prompt", "reply or error", "tokens", "latency"]
     headers.append("")  # cached, partial
-    note = f"The log is `{st.path}`; `gatecell logs -n {n}` shows the exchanges whole."
+    if similarity:
+        headers.append("similarity")
     show_table(headers, table, note=note)
 
 

@@ -100,7 +100,9 @@ HELP = """gatecell magics (each takes --help):
   Pictures and files: {fig} puts a figure, an image or an array in the prompt; --image PATH|URL|VAR,
   --last-plot (the last picture shown), --file PATH (text, or a PDF; --as-text sends its text).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
-%gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
+%gatecell log [-n N] [-q TEXT] [--similar TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH]
+  | restore NAME
+%gatecell search "TEXT" --in DF.COLUMN [-k 5] [--rerank MODEL]: the rows nearest TEXT by meaning
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -144,6 +146,20 @@ def _gatecell_parser() -> MagicParser:
         flags, kw = OPTIONS[opt]
         explain.add_argument(*flags, dest=opt, **kw)
     sub.add_parser("help", help="overview of the magics")
+    search = sub.add_parser("search", help="the rows of a column nearest a text by meaning, best first")
+    search.add_argument("query", help="what to look for (quote it)")
+    search.add_argument(
+        "--in", dest="source", metavar="NAME.COLUMN", required=True, help="a DataFrame's column, or a Series"
+    )
+    search.add_argument("-k", type=int, default=5, help="how many rows (default 5)")
+    search.add_argument("--threshold", type=float, help="only rows at least this similar (cosine, -1 to 1)")
+    search.add_argument("-m", "--model", help="the embedding model (GATECELL_EMBED_MODEL, else local-embed)")
+    search.add_argument(
+        "--rerank", metavar="MODEL", help="order the nearest through the gateway's /v1/rerank"
+    )
+    for opt in ("out", "debug"):
+        flags, kw = OPTIONS[opt]
+        search.add_argument(*flags, dest=opt, **kw)
     _store_commands(sub)
     return p
 
@@ -157,6 +173,11 @@ def _store_commands(sub: Any) -> None:
     )
     log.add_argument("-m", "--model", help="only this model")
     log.add_argument("-c", "--conversation", metavar="NAME", help="only this conversation")
+    log.add_argument(
+        "--similar",
+        metavar="TEXT",
+        help="the exchanges nearest TEXT by meaning (prompts and replies embedded once)",
+    )
     usage = sub.add_parser("usage", help="requests, tokens and cost (with its source) per model per day")
     usage.add_argument("--since", metavar="DATE", help="from this UTC date (YYYY-MM-DD) or ISO time on")
     jobs = sub.add_parser("jobs", help="recent imagine, video and music jobs, from every kernel")
@@ -738,9 +759,39 @@ class GatecellMagics(Magics):
     # -- the log ---------------------------------------------------------------------------
 
     def _cmd_log(self, ns: argparse.Namespace) -> None:
-        from .log import show_log
+        from .log import show_log, show_similar
 
-        show_log(ns.count, ns.query, ns.model, ns.conversation)
+        if ns.similar:
+            show_similar(self.session.gateway, ns.similar, ns.count)
+        else:
+            show_log(ns.count, ns.query, ns.model, ns.conversation)
+
+    def _cmd_search(self, ns: argparse.Namespace) -> Any:
+        from gatecell.batch.meaning import search_frame
+
+        name, _, column = ns.source.partition(".")
+        if name not in self.namespace:
+            raise UsageError(f"--in {ns.source}: no variable {name!r} in the notebook")
+        data = self.namespace[name]
+        if not type(data).__module__.startswith("pandas") or getattr(data, "ndim", 0) not in (1, 2):
+            raise UsageError(
+                f"--in {ns.source}: {name} is a {type(data).__name__}, not a DataFrame or Series"
+            )
+        options = {"model": ns.model} if ns.model else {}
+
+        def search() -> Any:
+            return search_frame(
+                self.session.gateway,
+                data,
+                ns.query,
+                column or None,
+                ns.k,
+                ns.threshold,
+                ns.rerank,
+                options=options,
+            )
+
+        return self._guard(ns, search)
 
     def _cmd_usage(self, ns: argparse.Namespace) -> None:
         from .log import show_usage

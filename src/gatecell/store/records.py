@@ -38,6 +38,7 @@ __all__ = [
     "PricesEntry",
     "EXCHANGE_COLUMNS",
     "JOB_COLUMNS",
+    "VectorsEntry",
     "exchange_row",
     "job_row",
     "iso",
@@ -111,6 +112,21 @@ class PricesEntry:
         rows: list[tuple[Any, ...]] = [(gateway, "", None, None, at)]
         rows += [(gateway, m, p.input / 1e6, p.output / 1e6, at) for m, p in self.prices.items()]
         return rows
+
+
+@dataclass(slots=True)
+class VectorsEntry:
+    """Vectors to keep: one answer's, ``vectors`` (little-endian float32, ``width`` numbers
+    each, one after the other) for the texts of ``hashes`` (sha256), from one gateway, model
+    and dimensions (0: the model's own)."""
+
+    at: float
+    gateway: str
+    model: str
+    dimensions: int
+    hashes: list[bytes]
+    vectors: bytes
+    width: int
 
 
 _SECOND: tuple[int, str] = (0, "1970-01-01T00:00:00")  # the last second formatted: rows come in runs

@@ -67,12 +67,14 @@ from .records import (
     ExchangeEntry,
     JobEntry,
     PricesEntry,
+    VectorsEntry,
     exchange_row,
     iso,
     job_row,
     usage_counts,
 )
 from .tables import migrate
+from .vectors import clear, keep, kept
 
 __all__ = ["Store", "StoreError", "connect"]
 
@@ -154,7 +156,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
-Entry = ExchangeEntry | JobEntry | PricesEntry
+Entry = ExchangeEntry | JobEntry | PricesEntry | VectorsEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -407,6 +409,39 @@ class Store:
             return None
         return self._put(entry)
 
+    def record_vectors(
+        self, gateway: str, model: str, dimensions: int | None, hashes: list[bytes], vectors: Any
+    ) -> int | None:
+        """Keep the vectors of one answer: ``vectors`` (a float32 matrix, one row per hash) for
+        the texts of ``hashes`` (sha256) from ``gateway`` (the log's name for it) and ``model``
+        with ``dimensions`` (None: the model's own); a ticket, as `record_exchange`. Nothing
+        here is secret: hashes and numbers."""
+        if not self.log_enabled or self.off is not None or not hashes:
+            return None
+        packed = vectors.astype("<f4", copy=False).tobytes()
+        entry = VectorsEntry(time.time(), gateway, model, dimensions or 0, hashes, packed, vectors.shape[1])
+        return self._put(entry)
+
+    def vectors(
+        self, gateway: str, model: str, dimensions: int | None, hashes: Sequence[bytes]
+    ) -> dict[bytes, bytes]:
+        """The kept vectors of these text hashes (those the store has), by hash; empty when
+        the store is off or has none."""
+        if self.off is not None or not hashes:
+            return {}
+        self._settle()
+        try:
+            conn = self._reader()
+            return kept(conn, gateway, model, dimensions or 0, hashes) if conn is not None else {}
+        except (sqlite3.Error, OSError) as exc:
+            self._fail(exc)
+            return {}
+
+    def clear_vectors(self) -> int:
+        """Forget every kept vector (``gatecell cache clear --embeddings``); how many."""
+        self.flush()
+        return self._query(clear) or 0
+
     def _put(self, entry: Entry, wake: bool = True) -> int:
         """Queue ``entry``; its ticket. ``wake=False`` leaves the writer asleep: whoever waits
         for the ticket writes it (`wait`), or wakes the writer (`committed`)."""
@@ -563,13 +598,15 @@ class Store:
         """Commit ``entries`` in one transaction (under `_writing`); False only when the file
         stayed locked and ``patient`` is False (nothing written: the entries are still to
         write). A fault turns the store off, and the entries count as done."""
-        exchanges, jobs, prices = [], [], []
+        exchanges, jobs, prices, vectors = [], [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
                     exchanges.append(exchange_row(entry))
                 elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
+                elif isinstance(entry, VectorsEntry):
+                    vectors.append(entry)
                 else:
                     prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
@@ -577,13 +614,13 @@ class Store:
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs or prices):
+            if self.off is not None or not (exchanges or jobs or prices or vectors):
                 break
             try:
                 if self._conn is None:
                     self._conn = connect(self.path)
                     self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-                self._commit(self._conn, exchanges, jobs, prices)
+                self._commit(self._conn, exchanges, jobs, prices, vectors)
             except sqlite3.OperationalError as exc:
                 if _busy(exc) and not patient:
                     return False
@@ -612,11 +649,14 @@ class Store:
         exchanges: list[tuple[Any, ...]],
         jobs: list[tuple[Any, ...]],
         prices: list[PricesEntry],
+        vectors: list[VectorsEntry],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if exchanges:
                 _insert(conn, exchanges)
+            for block in vectors:
+                keep(conn, block)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
             for entry in prices:  # what the gateway says now replaces what it said before

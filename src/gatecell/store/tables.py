@@ -75,6 +75,26 @@ not say what they cost.
 | output_cost_per_token | REAL | US dollars per output token |
 | fetched | TEXT | when it was asked (UTC ISO 8601) |
 
+``embeddings`` and ``embedding_blocks``: the vectors embedding requests brought back
+(``Gateway.embed``), so that a text is sent once, ever; ``gatecell cache clear --embeddings``
+empties both. A block holds the vectors of one answer; ``embeddings`` says where each text's is.
+
+| Column | Type | What |
+|---|---|---|
+| gateway | TEXT | the gateway's root address; ``local`` for the local gateway |
+| model | TEXT | the model asked for |
+| dimensions | INTEGER | the ``dimensions`` asked for; 0 when none (the model's own) |
+| text_sha256 | BLOB | sha256 of the text (UTF-8); (gateway, model, dimensions, text_sha256) is the key |
+| block | INTEGER | the ``embedding_blocks`` row holding its vector |
+| position | INTEGER | which vector of the block |
+
+| ``embedding_blocks`` column | Type | What |
+|---|---|---|
+| id | INTEGER PRIMARY KEY | the block |
+| width | INTEGER | numbers a vector |
+| vectors | BLOB | the vectors, one after the other: little-endian float32, as the gateway gave them |
+| created | TEXT | when they were kept (UTC ISO 8601) |
+
 ``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content),
 where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it. The index is brought
 up to date when it is searched (``fts_indexed`` holds the last ``exchanges.id`` it covers), not
@@ -265,12 +285,39 @@ def _costs(conn: sqlite3.Connection) -> None:
     )
 
 
+def _embeddings(conn: sqlite3.Connection) -> None:
+    """The vectors gateways gave, so that each text is embedded once: the float32 vectors of
+    one answer in one blob (``embedding_blocks``), and for each text, by what makes its vector
+    (the gateway, the model, the dimensions asked) and its hash, where its vector is. A blob
+    per answer rather than per text: a row per 1.5 KB vector cost the writer four times more."""
+    conn.execute(
+        """CREATE TABLE embedding_blocks (
+            id INTEGER PRIMARY KEY,
+            width INTEGER NOT NULL,
+            vectors BLOB NOT NULL,
+            created TEXT NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE embeddings (
+            gateway TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            text_sha256 BLOB NOT NULL,
+            block INTEGER NOT NULL REFERENCES embedding_blocks (id),
+            position INTEGER NOT NULL,
+            PRIMARY KEY (gateway, model, dimensions, text_sha256)
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _tables,
     _search,
     _search_when_asked,
     _typed_answers,
     _costs,
+    _embeddings,
 ]
 VERSION = len(MIGRATIONS)
 

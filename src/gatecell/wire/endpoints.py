@@ -16,13 +16,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
-from gatecell.wire.apis import spec
+from gatecell.wire.apis import embeddings, spec
 from gatecell.wire.apis._decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
 from gatecell.wire.apis.conversation import for_api, outgoing, with_parts
 from gatecell.wire.apis.jobs import wait_program
 from gatecell.wire.apis.streams import ChatStream, TextStream
 from gatecell.wire.calls import Calls, Hooks, request_body
-from gatecell.wire.transport.errors import InvalidRequest
+from gatecell.wire.transport.errors import APIError, InvalidRequest
 from gatecell.wire.transport.exchange import Call, Program
 from gatecell.wire.transport.results import Job
 from gatecell.wire.typed.typed_calls import Typed, typed_request
@@ -40,6 +40,7 @@ _Image = TypeVar("_Image")
 _Audio = TypeVar("_Audio")
 _Models = TypeVar("_Models")
 _Job = TypeVar("_Job")
+T = TypeVar("T")
 
 
 class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _Image, _Audio, _Models, _Job]):
@@ -438,6 +439,53 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         """GET /v1/models. What it says about endpoints teaches the reasoning router."""
         return self._run(self._call(Call("GET", "/v1/models"), self._models))
 
+    # -- meaning (WIRE-NOTES "Embeddings and rerank"; not in SPEC) ---------------------
+
+    def _embeddings(
+        self, model: str, texts: list[str], dimensions: int | None = None, **fields: Any
+    ) -> Program[embeddings.Embeddings]:
+        """The program of one ``/v1/embeddings`` request (``Gateway.embed`` batches, caches
+        and paces them): the vectors of ``texts`` in their order, asked as base64."""
+        data = {"model": model, "input": texts, "encoding_format": "base64", "dimensions": dimensions}
+        body = self._body(embeddings.EmbeddingsRequest, self._embeddings, data, fields, None)
+        request = spec.validate(embeddings.EmbeddingsRequest, body)
+        count = len(request.input)
+
+        def parse(call: Call, response: Any, meta: Any) -> embeddings.Embeddings:
+            return embeddings.read_embeddings(self._json(response, call), count, call.path)
+
+        return _served(self._call(Call("POST", "/v1/embeddings", request_body(request), model=model), parse))
+
+    def rerank(
+        self,
+        query: str,
+        documents: list[str],
+        model: str | None = None,
+        top_n: int | None = None,
+        *,
+        extra_body: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """``documents`` ordered by relevance to ``query`` (``/v1/rerank``, the Cohere/Jina
+        shape, which new-api and LiteLLM route): a `Reranked`, best first, ``top_n`` at most.
+        ``model``: else ``GATECELL_RERANK_MODEL``, else ``local-embed``. A gateway that does
+        not serve the path answers 404 or 405: an `APIError` saying so in one line. On
+        `AsyncGateway`, await it."""
+        documents = list(documents) if not isinstance(documents, str) else [documents]
+        data = {
+            "model": embeddings.rerank_model(model),
+            "query": query,
+            "documents": documents,
+            "top_n": top_n,
+        }
+        request = self._request(embeddings.RerankRequest, self.rerank, data, fields, extra_body)
+
+        def parse(call: Call, response: Any, meta: Any) -> embeddings.Reranked:
+            return embeddings.read_rerank(self._json(response, call), request.documents, call.path)
+
+        call = Call("POST", "/v1/rerank", request_body(request), model=request.model)
+        return self._run(_served(self._call(call, parse)))
+
     # -- jobs -------------------------------------------------------------------------
 
     def imagine(
@@ -586,6 +634,18 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
 def _validated(request_model: type[spec.R], key: Any, body: dict[str, Any]) -> spec.R:
     """The request of ``body`` as it leaves: its conversation redacted, then validated."""
     return spec.validate(request_model, outgoing(body, key))
+
+
+def _served(program: Program[T]) -> Program[T]:
+    """``program``, with a 404 or 405 said as what it means on a path SPEC does not list:
+    this gateway does not serve it."""
+    try:
+        return (yield from program)
+    except APIError as error:
+        if error.status in (404, 405) and error.path and not error.hint:
+            error.hint = f"This gateway does not serve {error.path}"
+            error.args = (error._line(),)
+        raise
 
 
 class Programs(

@@ -182,11 +182,15 @@ def check(schema: type[BaseModel], data: dict[str, Any]) -> Any:
         raise Fail(400, str(exc), param=exc.field or None, code="invalid_value") from None
 
 
-async def validated(schema: type[BaseModel], body: bytes, data: dict[str, Any]) -> Any:
-    """A body served here, checked: text that is text (`_check_text`), then SPEC 2 rules (`check`),
-    off the event loop when the body is big."""
+Reader = Callable[[dict[str, Any]], Any]  # a body's reader that raises `Fail` itself
+
+
+async def validated(schema: type[BaseModel] | Reader, body: bytes, data: dict[str, Any]) -> Any:
+    """A body served here, checked: text that is text (`_check_text`), then SPEC 2 rules (`check`)
+    or, for a body SPEC does not describe, its own reader; off the event loop when the body is big."""
     await _check_text(body, data)
-    return await off_loop(check, schema, data) if len(body) > INLINE_BODY else check(schema, data)
+    read = functools.partial(check, schema) if isinstance(schema, type) else schema
+    return await off_loop(read, data) if len(body) > INLINE_BODY else read(data)
 
 
 def remote(rt: Runtime, model: Any) -> Upstream | None:
@@ -212,12 +216,12 @@ def served(model: str, endpoint: str) -> LocalModel:
     return local
 
 
-def model_endpoint(schema: type[BaseModel], endpoint: str):
-    """Decorate ``handler(request, req, data)`` of a SPEC endpoint whose body names a model.
+def model_endpoint(schema: type[BaseModel] | Reader, endpoint: str):
+    """Decorate ``handler(request, req, data)`` of an endpoint whose body names a model.
 
     The wrapper does what they all share, in this order: read the JSON body, forward a model
     not served here to the upstream (raw bytes, unvalidated: upstream has its own rules),
-    check SPEC 2 rules, and check the local model may be called on `endpoint`.
+    check SPEC 2 rules (or the reader's), and check the local model may be called on `endpoint`.
     """
 
     def wrap(handler: Callable[[Request, Any, dict[str, Any]], Awaitable[Response]]):

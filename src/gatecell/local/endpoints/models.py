@@ -12,7 +12,7 @@ from .common import json_response, runtime
 
 async def list_models(request: Request) -> Response:
     rt = runtime(request)
-    entries = [model_entry(m) for m in MODELS.values()]
+    entries = [model_entry(m) for m in MODELS.values() if rt.serves(m)]
     if rt.upstream is not None:
         entries += [m for m in await rt.upstream.models() if m["id"] not in MODELS]
     return json_response({"object": "list", "data": entries})
@@ -21,7 +21,7 @@ async def list_models(request: Request) -> Response:
 async def get_model(request: Request) -> Response:
     rt = runtime(request)
     name = request.path_params["name"]
-    if name in MODELS:
+    if name in MODELS and rt.serves(MODELS[name]):
         return json_response(model_entry(MODELS[name]))
     if rt.upstream is not None:  # from the list: no other model path goes upstream
         entry = next((m for m in await rt.upstream.models() if m["id"] == name), None)

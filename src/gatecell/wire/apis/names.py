@@ -2,7 +2,7 @@
 
 The names are those of the log's ``api`` column and of ``--api``: chat, messages,
 generate-content, responses (the text APIs, which the cache can answer), then image,
-speech, video, imagine, music and models.
+speech, video, imagine, music, models, embeddings and rerank.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ _APIS = (
     ("/imgjob/", "imagine"),
     ("/musicjob/", "music"),
     ("/models", "models"),
+    ("/embeddings", "embeddings"),
+    ("/rerank", "rerank"),
 )
 
 TEXT_APIS = ("chat", "messages", "generate-content", "responses")
