@@ -105,6 +105,27 @@ def test_the_magic_over_a_dataframe(cell_runner, ipshell, local_gateway):
     assert "map: 100%" in captured.stderr  # the progress bar (text outside a notebook)
 
 
+def test_the_magic_over_rows_keeps_latex_and_json_braces(
+    cell_runner, ipshell, row_server, monkeypatch, request
+):
+    from gatecell.notebook import _STATE
+
+    server = row_server()
+    session = _STATE[id(ipshell)]["magics"].session
+    monkeypatch.setattr(session.config, "base_url", server.url)
+    monkeypatch.setenv("GATECELL_API_KEY", KEY)
+    session.disconnect()
+    request.addfinalizer(session.disconnect)  # the next test connects where it is told
+    ipshell.user_ns["rows"] = [{"w": "a"}, {"w": "b"}]
+    cell = 'Rate {w}: $\\frac{1}{\\sqrt{2}}$, $e^{x}$, {"k": {"v": 1}} and {{w}}'
+    result, captured = cell_runner(f"%%chat --over rows --rpm 6000\n{cell}")
+    assert result.error_in_exec is None, captured.stderr
+    assert sorted(server.prompts) == [cell.replace("{w}:", f"{w}:").replace("{{w}}", "{w}") for w in "ab"]
+    result, captured = cell_runner(f"%%chat --over rows\nRate {{word}}: {cell}")
+    assert "template: {word} is not a field of the rows (they have: w)" in str(result.error_in_exec)
+    assert len(server.prompts) == 2
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

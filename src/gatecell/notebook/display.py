@@ -50,6 +50,7 @@ __all__ = [
     "show_media",
     "show_markdown",
     "show_prompt",
+    "show_note",
     "attachment_html",
     "show_table",
     "Progress",
@@ -117,7 +118,7 @@ def _tokens(usage: Any) -> str:
 
 def footer_text(prov: dict[str, Any]) -> str:
     """One line: ``local-chat · /v1/chat/completions · 0.42 s · 12 in / 80 out tokens ·
-    $0.00042 (gateway) · request id``."""
+    $0.00042 (gateway) · request id · 2 placeholders filled``."""
     parts = [prov.get("model"), prov.get("endpoint")]
     if isinstance(prov.get("latency"), (int, float)):
         parts.append(f"{prov['latency']:.2f} s")
@@ -128,6 +129,9 @@ def footer_text(prov: dict[str, Any]) -> str:
         parts.append(f"${dollars} ({prov['cost_source']})" if prov.get("cost_source") else f"${dollars}")
     if prov.get("request_id"):
         parts.append(f"request {prov['request_id']}")
+    if prov.get("placeholders"):
+        count = prov["placeholders"]
+        parts.append(f"{count} placeholder{'s' if count != 1 else ''} filled")
     if prov.get("cached"):
         parts.append("cached")
     return " · ".join(str(p) for p in parts if p)
@@ -230,12 +234,18 @@ class LiveMarkdown:
         self._shown = len(self.text)
 
 
+def _muted(line: str, kind: str = "") -> str:
+    return f'<div class="{kind}{NOT_MATH}" style="color:{MUTED}"><sub>{html.escape(line)}</sub></div>'
+
+
 def _footer(prov: dict[str, Any]) -> tuple[str, str]:
     line = footer_text(prov)
-    footer = (
-        f'<div class="gatecell-footer {NOT_MATH}" style="color:{MUTED}"><sub>{html.escape(line)}</sub></div>'
-    )
-    return footer, f"-- {line}"
+    return _muted(line, "gatecell-footer "), f"-- {line}"
+
+
+def show_note(line: str) -> None:
+    """One muted line in the output (a frontend's, or plain text in a terminal)."""
+    display({"text/html": _muted(line), "text/plain": line}, raw=True)
 
 
 def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: bool = False) -> None:
@@ -252,25 +262,29 @@ THUMBNAIL = 160
 """The largest side of a picture's thumbnail in ``--show-prompt``, in pixels."""
 
 
-def show_prompt(content: Any) -> None:
+def show_prompt(content: Any, *, filled: Sequence[str] = ()) -> None:
     """The prompt as sent (``--show-prompt``): its text fenced (a plain prompt as Markdown,
-    through `show_markdown`); each picture as a thumbnail
-    made here from its own bytes (a small PNG in a data URL: never the picture's base64),
-    with its format, dimensions and size; each file and URL by name and size."""
+    through `show_markdown`), headed by the placeholders ``filled`` in it; each picture as a
+    thumbnail made here from its own bytes (a small PNG in a data URL: never the picture's
+    base64), with its format, dimensions and size; each file and URL by name and size."""
     from gatecell.wire.conversation import content_text
     from gatecell.wire.text import fence
 
-    if isinstance(content, str):
-        show_markdown(f"*prompt sent ({len(content):,} characters):*\n\n{fence(content, 'text')}")
-        return
-    items = list(content)
+    items = [content] if isinstance(content, str) else list(content)
     texts = [item for item in items if isinstance(item, str)]
     others = [item for item in items if not isinstance(item, str)]
     chars = sum(len(t) for t in texts)
     counted = f"{chars:,} characters" + (
         f", {len(others)} attachment{'s' if len(others) != 1 else ''}" if others else ""
     )
-    parts = [f"<p><em>prompt sent ({counted}):</em></p>"]
+    names = ", ".join(filled)
+    if isinstance(content, str):
+        named = f"; filled {escape(names)}" if names else ""
+        show_markdown(f"*prompt sent ({counted}{named}):*\n\n{fence(content, 'text')}")
+        return
+    if names:
+        counted += f"; filled {names}"
+    parts = [f"<p><em>prompt sent ({html.escape(counted)}):</em></p>"]
     for item in items:
         if isinstance(item, str):
             parts.append(to_html(fence(item, "text")))

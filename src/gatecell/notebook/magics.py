@@ -242,11 +242,15 @@ class GatecellMagics(Magics):
         prompt: Any = text
         if not getattr(ns, "over", None):  # --over fills {field} per row
             if not ns.no_interpolate:
-                from .template import interpolate
+                from .display import show_note
+                from .template import fill
 
                 rows, chars = self.defaults.context_rows, self.defaults.context_chars
                 pictures = name in _TEXT_MAGICS
-                prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+                filled = fill(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+                prompt, ns.filled, unknown = filled
+                if unknown:  # braces of the prompt's own (LaTeX, JSON), or a name not defined yet
+                    show_note(f"sent as written, no such variable in the notebook: {', '.join(unknown)}")
             prompt = self._redact(prompt)
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
@@ -441,7 +445,7 @@ class GatecellMagics(Magics):
         if getattr(ns, "show_prompt", False):
             from .display import show_prompt
 
-            show_prompt(sent)
+            show_prompt(sent, filled=getattr(ns, "filled", ()))
         stream = not ns.no_stream and not typed  # a typed answer is read whole
         sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         result: Any = self.session.gateway.converse(
@@ -467,7 +471,11 @@ class GatecellMagics(Magics):
             )
         meta = getattr(result, "meta", None) or getattr(result, "_meta", None)
         prov = provenance(
-            meta, model=getattr(result, "model", None) or model, usage=usage, **_prompt_prov(sent)
+            meta,
+            model=getattr(result, "model", None) or model,
+            usage=usage,
+            placeholders=len(getattr(ns, "filled", ())),
+            **_prompt_prov(sent),
         )
         note = None
         if error is not None:
