@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from interrupts import python
 from rowserver import KEY, reply_to, wait_until
 
 
@@ -408,7 +409,7 @@ def test_ctrl_c_writes_the_rows_done_also_after_one_that_never_finished(row_serv
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "GATECELL_BASE_URL": server.url, "GATECELL_API_KEY": KEY}
     child = subprocess.Popen(
-        [sys.executable, "-m", "gatecell", "map", "say {w}", "-o", str(out), "-j", "2", "--no-progress"],
+        python("-m", "gatecell", "map", "say {w}", "-o", str(out), "-j", "2", "--no-progress"),
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     child.stdin.write("".join(json.dumps({"w": i}) + "\n" for i in range(40)))
