@@ -474,7 +474,7 @@ class GatecellMagics(Magics):
             meta,
             model=getattr(result, "model", None) or model,
             usage=usage,
-            placeholders=len(getattr(ns, "filled", ())),
+            placeholders=len(getattr(ns, "filled", ())) or None,
             **_prompt_prov(sent),
         )
         note = None
