@@ -166,7 +166,7 @@ def _respond(question: str, history: list[Turn]) -> str | None:
     """The first rule's answer; None when no rule answers (then `_describe`)."""
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
-    for rule in (_code, _arithmetic, _count, _echo, _classify, _name, _canned):
+    for rule in (_code, _echo, _arithmetic, _count, _classify, _name, _canned):  # repeating wins
         reply = rule(question, history)
         if reply:
             return reply
@@ -269,7 +269,7 @@ def _count(question: str, history: list[Turn]) -> str | None:
 
 def _echo(question: str, history: list[Turn]) -> str | None:
     match = re.match(
-        r"^\s*(?:please\s+)?(?:say|repeat(?: after me)?|echo|reply with|respond with|answer with)"
+        r"^\s*(?:please\s+)?(?:say|repeat(?: after me)?|echo|quote|reply with|respond with|answer with)"
         r"(?:\s+(?:exactly|only|just))?\s*[:,]?\s*(.+)$",
         question,
         re.I | re.S,
@@ -309,24 +309,47 @@ def _code(question: str, history: list[Turn]) -> str | None:
 _CLASSIFY = re.compile(r"\bclassify\b[^:\n]{0,200}?\bas ([^:\n]{1,200}):", re.I)
 _NOT_LABELS = frozenset("or one of either and the a an".split())
 POSITIVE = frozenset(
-    "good great love loved lovely excellent amazing wonderful perfect happy best fantastic nice works "
-    "recommend delightful superb".split()
+    "good great love loved loves lovely excellent amazing wonderful perfect happy best fantastic nice works "
+    "recommend recommended delightful superb sturdy reliable solid easy comfortable pleased satisfied "
+    "glad brilliant impressed beautiful".split()
 )
+# Plain dislike and what customers complain of: it broke, it is a waste, it went back.
 NEGATIVE = frozenset(
     "bad terrible hate hated awful broken worst poor disappointing disappointed refund useless slow "
-    "never rude".split()
+    "rude broke breaks waste wasted junk garbage defective faulty flimsy leaks leaking leaked stopped "
+    "died dead crashed crashes cracked damaged returned unusable overpriced horrible mediocre annoying "
+    "frustrating regret complaint problem problems issue issues avoid scam fails failed".split()
 )
+# A word that turns the next few round ("not good", "never works", "no problems").
+NEGATIONS = frozenset(
+    "not no never nothing hardly without don't doesn't didn't isn't wasn't aren't won't can't couldn't "
+    "wouldn't dont doesnt didnt isnt wasnt cant wont".split()
+)
+_REACH = 3  # how many words after a negation it may turn
 _WORD = re.compile(r"[a-z']+")
 
 
 def words_of(text: str) -> list[str]:
     """The lower-case words of `text` (letters and apostrophes)."""
-    return _WORD.findall(text.lower())
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
 def sentiment(words: list[str]) -> int:
-    """Positive words of the small lexicon minus negative ones: > 0 positive, < 0 negative."""
-    return sum(w in POSITIVE for w in words) - sum(w in NEGATIVE for w in words)
+    """Positive words of the small lexicon minus negative ones, each turned round by a
+    negation up to three words before it ("not bad" is positive, "never works" negative):
+    > 0 positive, < 0 negative. A "never" that turns nothing counts as negative."""
+    score, reach, never = 0, 0, False
+    for word in words:
+        if word in NEGATIONS:
+            score -= never  # the "never" before turned nothing
+            reach, never = _REACH, word == "never"
+            continue
+        value = (word in POSITIVE) - (word in NEGATIVE)
+        if value and reach:
+            value, reach, never = -value, 0, False
+        reach = max(reach - 1, 0)
+        score += value
+    return score - never
 
 
 def pick_label(labels: list[str], text: str) -> str | None:
