@@ -289,12 +289,32 @@ def test_stream_cut_keeps_partial_text_marked(run, gc, fault_server, ipshell):
 def test_models_and_config(run, gc, local_gateway):
     _, captured = run("%gatecell models")
     table = htmls(captured)[0]
-    assert "<td>local-chat</td>" in table and "<td>local-image</td>" in table
+    left = '<td style="text-align:left">'
+    assert f"{left}local-chat</td>" in table and f"{left}local-image</td>" in table  # text to the left
     assert texts(captured)[0].splitlines()[0].split() == ["model", "owned", "by", "endpoints"]
     _, captured = run("%gatecell config")
     shown = texts(captured)[0]
     assert local_gateway.base_url in shown and "set (environment)" in shown
     assert local_gateway.api_key.reveal() not in shown
+
+
+def test_text_columns_are_left_aligned_and_numbers_right_aligned():
+    from IPython.utils.capture import capture_output
+
+    from gatecell.notebook.display import show_table
+
+    with capture_output() as captured:
+        show_table(
+            ("model", "requests", "cost"), [("local-chat", "12", "$0.0042"), ("local-image-2", "3", "-")]
+        )
+    assert texts(captured)[0].splitlines() == [
+        "model          requests     cost",
+        "local-chat           12  $0.0042",
+        "local-image-2         3        -",
+    ]
+    table = htmls(captured)[0]
+    assert '<th style="text-align:left">model</th>' in table
+    assert '<td style="text-align:right">12</td>' in table and '<td style="text-align:right">-</td>' in table
 
 
 def test_config_traits_and_env(ipshell, gc, monkeypatch):

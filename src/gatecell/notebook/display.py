@@ -344,18 +344,31 @@ def _thumbnail(data: bytes, side: int) -> tuple[bytes, int, int] | None:
 
 def show_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, note: str = "") -> None:
     """A table of values a gateway or the user chose (model ids, settings), each cell shown
-    as written: HTML for frontends, aligned columns as ``text/plain``. ``note`` is Markdown."""
+    as written: HTML for frontends, aligned columns as ``text/plain``; text columns to the
+    left, columns of numbers to the right. ``note`` is Markdown."""
     table = [list(headers), *([str(cell) for cell in row] for row in rows)]
+    numeric = [
+        bool(table[1:]) and all(_NUMBER.fullmatch(row[i]) for row in table[1:]) for i in range(len(headers))
+    ]
     markdown = "\n".join(
-        [_row(escape(h) for h in headers), _row("---" for _ in headers)]
+        [_row(escape(h) for h in headers), _row("---:" if n else ":---" for n in numeric)]
         + [_row(escape(cell) for cell in row) for row in table[1:]]
     )
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    plain = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    plain = [
+        "  ".join(
+            cell.rjust(w) if n else cell.ljust(w) for cell, w, n in zip(row, widths, numeric, strict=True)
+        ).rstrip()
+        for row in table
+    ]
     if note:
         markdown += f"\n\n{note}"
         plain += ["", note]
     display({"text/html": to_html(markdown), "text/plain": "\n".join(plain)}, raw=True)
+
+
+# A cell that reads as a number (a count, tokens, a price, a share): or empty, or a dash
+_NUMBER = re.compile(r"|-|[-+]?[$€£]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:%|s|ms|[kKMG]B?)?", re.I)
 
 
 def _row(cells: Iterable[str]) -> str:
@@ -428,8 +441,10 @@ def media_bundle(
 ) -> dict[str, Any]:
     """A display bundle for image, audio or video bytes, embedded as base64.
 
-    The type comes from `media_type`: ``mime`` is only a hint. PNG, JPEG and GIF use their
-    own mime type (every frontend renders them), other images an ``<img>`` with a data URI;
+    The type comes from `media_type`: ``mime`` is only a hint. A picture is shown at its
+    natural size up to `PICTURE_SIDE` pixels wide (`_picture_bundle`: a bigger one is shown
+    at that width, and a click shows it full size); PNG, JPEG and GIF within it use their own
+    mime type (every frontend renders them);
     audio and video are HTML5 players with a data URI; anything else is a download link.
     A video or download above ``embed_limit`` bytes is written to
     ``media_dir/<safe_name(name)>.ext`` and the output points at that file.
@@ -438,10 +453,8 @@ def media_bundle(
     mime = media_type(data, mime)
     kind = mime.split("/", 1)[0]
     plain = f"<{mime}, {_size(len(data))}>"
-    if mime in ("image/png", "image/jpeg", "image/gif"):
-        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": plain}
     if kind == "image":
-        return {"text/html": f'<img src="{_data_uri(data, mime)}"/>', "text/plain": plain}
+        return _picture_bundle(data, mime, plain)
     auto = " autoplay" if autoplay else ""
     if kind == "audio":
         player = f'<audio controls{auto} src="{_data_uri(data, mime)}"></audio>'
@@ -461,6 +474,50 @@ def media_bundle(
         return {"text/html": f'<video controls{auto} src="{src}"></video>', "text/plain": plain}
     link = f'<a download="{file_name}" href="{src}">download {file_name}</a> ({_size(len(data))})'
     return {"text/html": link, "text/plain": plain}
+
+
+PICTURE_SIDE = 512
+"""The widest a picture is shown in an output, in CSS pixels; a click shows a wider one whole."""
+
+# A <details> whose summary is the picture: opening it (a click, or Enter) lets the picture
+# take its natural width; no script, and one copy of the bytes.
+_PICTURE_CSS = (
+    "<style>details.gatecell-picture>summary{list-style:none;display:block;cursor:zoom-in}"
+    "details.gatecell-picture>summary::-webkit-details-marker{display:none}"
+    "details.gatecell-picture[open]>summary{cursor:zoom-out}"
+    "details.gatecell-picture[open] img{width:auto;max-width:none}</style>"
+)
+
+
+def _picture_bundle(data: bytes, mime: str, plain: str) -> dict[str, Any]:
+    """A picture at its natural size, or `PICTURE_SIDE` wide with a click to see it whole."""
+    size = _dimensions(data)
+    if (size is None or size[0] <= PICTURE_SIDE) and mime in ("image/png", "image/jpeg", "image/gif"):
+        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": plain}
+    if size is None or size[0] <= PICTURE_SIDE:
+        return {"text/html": f'<img src="{_data_uri(data, mime)}"/>', "text/plain": plain}
+    width, height = size
+    shown = f'width="{PICTURE_SIDE}" height="{round(height * PICTURE_SIDE / width)}"'
+    title = f"{width} x {height}: click for full size"
+    picture = f'<img src="{_data_uri(data, mime)}" {shown} alt="{title}"/>'
+    return {
+        "text/html": f'{_PICTURE_CSS}<details class="gatecell-picture"><summary title="{title}">'
+        f"{picture}</summary></details>",
+        "text/plain": plain,
+    }
+
+
+def _dimensions(data: bytes) -> tuple[int, int] | None:
+    """A picture's width and height from its header (nothing decoded); None when unreadable."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
 
 
 def show_media(
