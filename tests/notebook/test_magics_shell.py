@@ -298,6 +298,18 @@ def test_models_and_config(run, gc, local_gateway):
     assert local_gateway.api_key.reveal() not in shown
 
 
+@pytest.mark.parametrize(
+    "cell", ["%%chat --max-tokens 3", "%%chat --max-tokens 3 --no-stream", "%%reason --max-tokens 3"]
+)
+def test_a_reply_cut_by_max_tokens_says_so(run, cell):
+    result, captured = run(f"{cell}\ncount to 20")
+    assert result.success, result.error_in_exec
+    assert str(result.result) == "1, 2, 3,"
+    assert texts(captured)[-1].startswith("1, 2, 3,\n\ncut at the token limit (finish reason: ")
+    result, captured = run(cell.replace("3", "50") + "\ncount to 5")
+    assert "cut at the token limit" not in texts(captured)[-1]
+
+
 def test_text_columns_are_left_aligned_and_numbers_right_aligned():
     from IPython.utils.capture import capture_output
 

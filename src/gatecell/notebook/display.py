@@ -41,6 +41,7 @@ __all__ = [
     "rich_output",
     "provenance",
     "footer_text",
+    "limit_note",
     "LiveMarkdown",
     "SHOWN",
     "DOWNLOAD",
@@ -135,6 +136,19 @@ def footer_text(prov: dict[str, Any]) -> str:
     if prov.get("cached"):
         parts.append("cached")
     return " · ".join(str(p) for p in parts if p)
+
+
+def limit_note(result: Any) -> str | None:
+    """ "cut at the token limit (finish reason: length)" when a reply (a stream, a chat
+    completion, a native reply) says it stopped at its max tokens; else None."""
+    from gatecell.wire.results import cut_by_limit, reply_finish
+
+    reason = getattr(result, "finish_reason", None)  # a stream
+    if reason is None and getattr(result, "choices", None):
+        reason = getattr(result.choices[0], "finish_reason", None)
+    if reason is None:
+        reason = reply_finish(getattr(result, "raw", None))
+    return f"cut at the token limit (finish reason: {reason})" if cut_by_limit(reason) else None
 
 
 def _meta(prov: dict[str, Any] | None) -> dict[str, Any]:

@@ -438,7 +438,7 @@ class GatecellMagics(Magics):
     ) -> Any:
         from gatecell.wire.errors import StreamError
 
-        from .display import LiveMarkdown, provenance, rich_output
+        from .display import LiveMarkdown, limit_note, provenance, rich_output
         from .values import Text
 
         sent = prompt  # what left the notebook, as shown and kept: redacted already (`_run`, `_context`)
@@ -477,7 +477,7 @@ class GatecellMagics(Magics):
             placeholders=len(getattr(ns, "filled", ())) or None,
             **_prompt_prov(sent),
         )
-        note = None
+        note = limit_note(result)
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
             note = f"{what}: partial reply" + (
@@ -488,7 +488,8 @@ class GatecellMagics(Magics):
         if typed:
             from .typed import shown_typed
 
-            shown, note = shown_typed(result, text, typed["schema"])
+            shown, problem = shown_typed(result, text, typed["schema"])
+            note = problem or note
         live.finish(shown, prov=prov, footer=ns.footer, note=note, aside=aside)
         if conv is not None and (text or error is None):
             conv.add(prompt, text, partial=error is not None, prov=prov)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import StreamError, StreamTimeoutError, StreamTooLargeError, error_message, too_large
 from .exchange import logger
-from .results import reply_reasoning, reply_text
+from .results import reply_finish, reply_reasoning, reply_text
 from .secret import Secret, redact
 from .sse import Event, EventTooLarge, SSEParser
 
@@ -283,13 +283,6 @@ class BodyDecoder(Decoder):
         if isinstance(body, dict):
             self.id, self.model = body.get("id"), body.get("model") or body.get("modelVersion")
             self.usage = body.get("usage") or body.get("usageMetadata")
-            choice = (body.get("choices") or [{}])[0] or {}
-            candidate = (body.get("candidates") or [{}])[0] or {}
-            self.finish_reason = (
-                choice.get("finish_reason")
-                or body.get("stop_reason")
-                or candidate.get("finishReason")
-                or ("stop" if body.get("status") == "completed" else None)
-            )
+            self.finish_reason = reply_finish(body)
         self.done = True
         return list(self.parts)

@@ -136,8 +136,14 @@ class ComparePanel(Panel):
         if not self.busy:
             self.run_button.disabled, self.stop_button.disabled = False, True
             failed = [m for m, r in self.replies.items() if r.error]
+            stopped = [m for m, r in self.replies.items() if r.stopped]
+            cut = [m for m, r in self.replies.items() if r.cut]
             if failed:
                 self.show_error(f"{len(failed)} of {len(self.replies)} failed: {', '.join(failed)}")
+            elif stopped:
+                self.show_info(f"stopped: {len(stopped)} of {len(self.replies)} had not finished")
+            elif cut:
+                self.show_info(f"done; cut at the token limit: {', '.join(cut)}")
             else:
                 self.show_info("done")
 
@@ -162,6 +168,6 @@ class _Column(widgets.VBox):
         if reply.error:
             line = f'<span style="color:{ALERT}">{html.escape(reply.error)}</span>'
         else:
-            note = " (stopped)" if reply.stopped else ""
+            note = " (stopped)" if reply.stopped else f" ({reply.cut})" if reply.cut else ""
             line = f'<span style="color:{MUTED}">{html.escape(reply.summary())}{note}</span>'
         self.stats.value = line
