@@ -15,6 +15,10 @@ _LAZY = {
     "AsyncGateway": "gatecell.gateway",
     "Secret": "gatecell.wire.secret",
     "dashboard": "gatecell.notebook.widgets.dashboard",
+    **dict.fromkeys(
+        ("ChatPanel", "ComparePanel", "ImagePanel", "SpeechPanel", "MediaPanel", "Dashboard"),
+        "gatecell.notebook.widgets",
+    ),
     "GatecellError": "gatecell.wire.errors",
     "ConfigError": "gatecell.wire.errors",
     "InvalidRequest": "gatecell.wire.errors",
@@ -34,6 +38,14 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gatecell.gateway import AsyncGateway, Gateway
+    from gatecell.notebook.widgets import (
+        ChatPanel,
+        ComparePanel,
+        Dashboard,
+        ImagePanel,
+        MediaPanel,
+        SpeechPanel,
+    )
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
     from gatecell.wire.errors import (

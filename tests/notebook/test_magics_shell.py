@@ -32,6 +32,22 @@ def test_load_is_lazy():
     assert out.strip() == "[]"
 
 
+def test_the_panels_are_on_the_public_face_and_load_when_asked():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gatecell\n"
+        "before = 'ipywidgets' in sys.modules\n"
+        "from gatecell import ChatPanel, ComparePanel, Dashboard, ImagePanel, MediaPanel, SpeechPanel\n"
+        "from gatecell.notebook import widgets\n"
+        "print(before, ChatPanel is widgets.ChatPanel, MediaPanel is widgets.MediaPanel,"
+        " 'ChatPanel' in gatecell.__all__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "True"]
+
+
 @pytest.mark.parametrize("magic", MAGICS)
 def test_every_magic_has_help(run, magic):
     # IPython alone refuses the empty cell bodies before the magic runs

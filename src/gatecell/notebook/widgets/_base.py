@@ -155,9 +155,14 @@ def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     return thread
 
 
+PICTURE_WIDTH = "320px"
+"""The widest a panel shows a picture it made (the notebook's outputs allow more)."""
+
+
 def media_widget(media: Any) -> widgets.Widget:
     """An Image, Audio or Video widget for fetched media, of the type `media_type` settles
-    (never a gateway's header as it came); a link when only a web URL came back."""
+    (never a gateway's header as it came), a picture at most `PICTURE_WIDTH` wide; a link
+    when only a web URL came back."""
     from gatecell.notebook.display import media_type
     from gatecell.notebook.markdown import link_allowed
 
@@ -167,7 +172,10 @@ def media_widget(media: Any) -> widgets.Widget:
     if data and major in ("image", "audio", "video"):
         cls = {"image": widgets.Image, "audio": widgets.Audio, "video": widgets.Video}[major]
         kwargs = {} if major == "image" else {"autoplay": False, "loop": False}
-        return cls(value=data, format=sub, **kwargs).add_class(f"gatecell-result-{major}")
+        view = cls(value=data, format=sub, **kwargs).add_class(f"gatecell-result-{major}")
+        if major == "image":
+            view.layout.max_width = PICTURE_WIDTH
+        return view
     if data:
         return widgets.HTML(f"<i>{len(data):,} bytes of a type gatecell does not show</i>")
     url = getattr(media, "url", None)
