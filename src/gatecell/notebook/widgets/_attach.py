@@ -16,6 +16,7 @@ its pictures as thumbnails made from their own bytes, its documents as chips.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 import threading
@@ -88,10 +89,12 @@ class Attachments:
         self._show()
 
     def remove(self, item: Any) -> None:
-        """Let a file wait no more (its Remove button)."""
+        """Let a file wait no more (its Remove button); the status says what still waits."""
         with self._lock:
             self._items = [i for i in self._items if i is not item]
+            left = len(self._items)
         self._show()
+        self._panel.show_info(_waiting_line(left) if left else "nothing attached")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the files the browser sent are read (for scripts and tests)."""
@@ -102,9 +105,10 @@ class Attachments:
         return not self.reading
 
     def _uploaded(self, change: dict[str, Any]) -> None:
-        # Runs in the kernel's message handler: take the files and return at once. Emptying
-        # the button's value lets the same file be attached again.
-        files = [(f.get("name"), f.get("content")) for f in change["new"]]
+        # Runs in the kernel's message handler: take the files and return at once. The button's
+        # value becomes the files waiting, without their bytes (`_show`): the button counts
+        # them, and the same file can be attached again.
+        files = [(f.get("name"), f.get("content")) for f in change["new"] if f.get("type") != _WAITING]
         if not files:
             return
         self.upload.value = ()
@@ -143,18 +147,19 @@ class Attachments:
                 more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
                 self._panel.show_error(f"not attached: {refused[0]}{more}")
             else:
-                goes = "it goes" if read == 1 else "they go"
-                self._panel.show_info(f"{_count(read)} attached: {goes} with the next message")
+                self._panel.show_info(_waiting_line(read))
             self._on_change()
 
     def _show(self) -> None:
-        """The row shows the files waiting; a file's thumbnail is made once."""
+        """The row shows the files waiting (a file's thumbnail is made once), and the button
+        counts them: its value lists them by name and size, with no bytes."""
         with self._showing:
             with self._lock:
                 items = list(self._items)
             shown = {id(item): self._shown.get(id(item)) or (item, self._waiting(item)) for item in items}
             self._shown = shown
             self.row.children = tuple(widget for _, widget in shown.values())
+            self.upload.value = tuple(_placeholder(item) for item in items)
 
     def _waiting(self, item: Any) -> widgets.Widget:
         from gatecell.notebook.display import attachment_html
@@ -170,6 +175,26 @@ class Attachments:
 
 def _count(n: int) -> str:
     return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _waiting_line(n: int) -> str:
+    return f"{_count(n)} attached: {'it goes' if n == 1 else 'they go'} with the next message"
+
+
+_WAITING = "application/x-gatecell-waiting"  # the type of a file the button lists as waiting
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
+
+
+def _placeholder(item: Any) -> dict[str, Any]:
+    """A file waiting, as the button's value lists it: its name and size, no bytes."""
+    size = len(item.data) if item.data else 0
+    return {
+        "name": item.name or item.description,
+        "type": _WAITING,
+        "size": size,
+        "content": b"",
+        "last_modified": _EPOCH,
+    }
 
 
 def _file_name(name: Any) -> str | None:
