@@ -36,6 +36,15 @@ def open_tab(page, title: str) -> None:
     page.locator(".gatecell-tabs .lm-TabBar-tab", has_text=title).click()
 
 
+def test_end_users_see_the_dashboard_not_the_authors_instructions(page):
+    shown = page.locator("body").inner_text()
+    assert "gatecell dashboard" in shown and "Chat, compare models side by side" in shown
+    for instruction in ("voila notebooks/dashboard.ipynb", "GATECELL_API_KEY", "%config", "import gatecell"):
+        assert instruction not in shown
+    header = page.locator(".gatecell-header").inner_text()
+    assert "(offline stand-in models)" in header  # what the local gateway's notice told the author
+
+
 def test_chat_reply_streams_into_the_panel(page, screenshots):
     chat = page.locator(".gatecell-chat")
     chat.locator(".gatecell-prompt textarea").fill("My name is Ada.")
