@@ -237,3 +237,17 @@ def test_local_reasoner_introduces_itself_and_its_reasoning_summary_shows(gw):
     bubble = panel.transcript.children[-1].value
     assert "<summary>Reasoning summary</summary>" in bubble and "Read the question (3 words)." in bubble
     assert panel.reply.reasoning.startswith("Read the question")
+
+
+def test_ctrl_enter_from_the_browser_sends_the_text_it_had(gw):
+    """What the keyboard widget's browser code sends on Ctrl+Enter (a custom comm message with
+    the box's text), handled as the kernel gets it; the browser side is tests/notebook/widgets/
+    browser/test_dashboard.py."""
+    from gatecell.notebook.widgets._keys import SendKeys
+
+    panel = ChatPanel(gw, model="local-chat")
+    (keys,) = [w for w in panel.children if isinstance(w, SendKeys)]
+    message = {"method": "custom", "content": {"event": "send", "text": "count to 3"}}
+    keys.comm.handle_msg({"content": {"data": message}, "buffers": []})
+    panel.wait(30)
+    assert panel.messages[-1]["content"] == "1, 2, 3." and panel.prompt.value == ""

@@ -30,6 +30,7 @@ __all__ = [
     "list_models",
     "listed_values",
     "button",
+    "keyed",
     "media_widget",
     "model_ids",
     "prompt_box",
@@ -189,6 +190,18 @@ def prompt_box(placeholder: str) -> widgets.Textarea:
     """The full-width text box every panel reads its prompt from."""
     box = widgets.Textarea(placeholder=placeholder, layout=widgets.Layout(width="100%"))
     return box.add_class("gatecell-prompt")
+
+
+def keyed(box: widgets.Textarea, action: Callable[[], object]) -> widgets.Widget:
+    """The invisible widget that runs ``action`` when ``box`` (a prompt box of the panel it is
+    placed in) gets Ctrl+Enter or Shift+Enter: the box first takes the text the browser had."""
+    from ._keys import SendKeys
+
+    def send(text: str) -> None:
+        box.value = text
+        action()
+
+    return SendKeys(send)
 
 
 def button(

@@ -36,7 +36,7 @@ from gatecell.wire.schemas import RANGES
 from gatecell.wire.text import joined
 
 from ._attach import Attachments, content_html
-from ._base import Panel, button, follower, prompt_box, text_html
+from ._base import Panel, button, follower, keyed, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class ChatPanel(Panel):
         self.system.observe(lambda change: self._set_system(change["new"]), "value")
         self._set_system(self.system.value)
         self.transcript = widgets.VBox().add_class("gatecell-transcript")
-        self.prompt = prompt_box("Ask something, then press Send")
+        self.prompt = prompt_box("Ask something, then press Send (or Ctrl+Enter)")
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)
         self.clear_button = button("Clear", "gatecell-clear", self.clear)
@@ -139,6 +139,7 @@ class ChatPanel(Panel):
             self.attachments.row,
             widgets.HBox([self.send_button, self.stop_button, self.clear_button, self.attachments.upload]),
             self.status,
+            keyed(self.prompt, self.ask),
         )
         self._bubbles: dict[int, tuple[Turn, widgets.HTMLMath]] = {}  # id(turn) -> its bubble
         self.reply: LiveReply | None = None

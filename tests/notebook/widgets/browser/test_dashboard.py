@@ -106,6 +106,24 @@ def lines(n: int, word: str) -> str:
     return "repeat after me: " + "\n\n".join(f"{word} {i}" for i in range(1, n + 1))
 
 
+def test_ctrl_enter_and_shift_enter_send_from_the_keyboard(page):
+    chat = page.locator(".gatecell-chat")
+    box = chat.locator(".gatecell-prompt textarea")
+    box.fill("What is 6 times 7?")
+    box.press("Control+Enter")
+    chat.locator(".gatecell-assistant", has_text="6 * 7 = 42").wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    assert box.input_value() == ""  # sent, not a new line
+    box.fill("What is 5 times 5?")
+    box.press("Shift+Enter")
+    chat.locator(".gatecell-assistant", has_text="5 * 5 = 25").wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    box.fill("line one")
+    box.press("Enter")  # a plain Enter is a new line, as in any text box
+    assert box.input_value() == "line one\n"
+    box.fill("")
+
+
 def test_a_reply_renders_as_markdown(page, screenshots):
     chat = page.locator(".gatecell-chat")
     chat.locator(".gatecell-prompt textarea").fill(MARKDOWN)
