@@ -243,10 +243,10 @@ def test_ctrl_enter_from_the_browser_sends_the_text_it_had(gw):
     """What the keyboard widget's browser code sends on Ctrl+Enter (a custom comm message with
     the box's text), handled as the kernel gets it; the browser side is tests/notebook/widgets/
     browser/test_dashboard.py."""
-    from gatecell.notebook.widgets._keys import SendKeys
+    from gatecell.notebook.widgets._keys import Listener
 
     panel = ChatPanel(gw, model="local-chat")
-    (keys,) = [w for w in panel.children if isinstance(w, SendKeys)]
+    (keys,) = [w for w in panel.children if isinstance(w, Listener)]
     message = {"method": "custom", "content": {"event": "send", "text": "count to 3"}}
     keys.comm.handle_msg({"content": {"data": message}, "buffers": []})
     panel.wait(30)

@@ -256,3 +256,30 @@ def test_pictures_go_both_ways_between_the_panel_and_chat_cells(run, ipshell, gc
     assert [t.role for t in turns] == ["user", "assistant"] * 3
     assert isinstance(turns[2].content[1], Attachment)  # the panel's picture, kept as a part
     assert "Earlier in this conversation you sent 2 pictures." in turns[-1].content
+
+
+def listener_message(panel: ChatPanel, content: dict, buffers: list) -> None:
+    """A message of the panel's browser listener (`widgets._keys`), as the kernel gets it."""
+    from gatecell.notebook.widgets._keys import Listener
+
+    (listener,) = [w for w in panel.children if isinstance(w, Listener)]
+    listener.comm.handle_msg(
+        {"content": {"data": {"method": "custom", "content": content}}, "buffers": buffers}
+    )
+
+
+def test_files_too_big_for_the_server_are_one_line_and_the_next_ones_come(gw, monkeypatch):
+    monkeypatch.setenv("GATECELL_UPLOAD_MAX_BYTES", "1000")
+    panel = ChatPanel(gw, model="local-chat")
+    assert panel.attachments.limit == 1000
+    listener_message(panel, {"event": "picked", "files": [{"name": "../huge.png", "size": 21 * 2**20}]}, [])
+    assert panel.error.startswith(
+        "not attached: huge.png (21.0 MiB) is over the Jupyter server's websocket message limit (1,000 bytes)"
+    )
+    assert "websocket_max_message_size" in panel.error and panel.attachments.items == ()
+    picture = png()
+    listener_message(
+        panel, {"event": "files", "files": [{"name": "red.png", "size": len(picture)}]}, [picture]
+    )
+    assert panel.attachments.wait(30) and [i.name for i in panel.attachments.items] == ["red.png"]
+    assert "1 file attached" in panel.status.value

@@ -27,7 +27,7 @@ import ipywidgets as widgets
 
 from ._base import Panel, button, error_line, start_thread, text_html
 
-__all__ = ["Attachments", "content_html"]
+__all__ = ["Attachments", "content_html", "upload_limit"]
 
 _NAME_CHARS = 120  # of a file name shown and sent; a name is a label, not a payload
 
@@ -36,7 +36,9 @@ class Attachments:
     """The attach button of a panel and the files waiting to go with its next message.
 
     ``upload`` (the button) and ``row`` (the files waiting, each with a Remove button) are
-    the widgets a panel places. `take` hands the files to a message, `put_back` returns
+    the widgets a panel places. The files come through the button's value, or (in a panel with
+    a `keyed` listener, which opens the chooser itself) through `receive`; `too_big` says
+    why files over ``limit`` bytes did not. `take` hands the files to a message, `put_back` returns
     them when the message is taken back.
 
     **Parameters:**
@@ -56,12 +58,27 @@ class Attachments:
         self._unread = 0  # uploads whose files are still being read
         self._showing = threading.Lock()  # one update of the row at a time, each from the latest items
         self._shown: dict[int, tuple[Any, widgets.Widget]] = {}  # id(item) -> (item, its widget)
-        accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
+        self.accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
+        self.limit = upload_limit()
+        """The most bytes the browser sends at once (`upload_limit`)."""
         self.upload = widgets.FileUpload(
-            accept=accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
+            accept=self.accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
         ).add_class("gatecell-attach")
         self.upload.observe(self._uploaded, "value")
         self.row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap")).add_class("gatecell-attachments")
+
+    def too_big(self, files: list[tuple[str, int]]) -> None:
+        """Files picked in the browser, by name and size, too big to come: over the Jupyter
+        server's websocket message limit, which drops such a message without a word. The
+        status says so, and how to raise the limit."""
+        over = [(name, size) for name, size in files if size > self.limit]
+        name, size = over[0] if over else (f"{_count(len(files))} together", sum(s for _, s in files))
+        self._panel.show_error(
+            f"not attached: {_file_name(name) or 'a file'} ({_megabytes(size)}) is over the Jupyter "
+            f"server's websocket message limit ({_megabytes(self.limit)}), so the browser cannot send it; "
+            "raise it (jupyter lab --ServerApp.tornado_settings=\"{'websocket_max_message_size': "
+            '104857600}", voila --Voila.tornado_settings=...) and set GATECELL_UPLOAD_MAX_BYTES to match'
+        )
 
     @property
     def items(self) -> tuple[Any, ...]:
@@ -109,9 +126,14 @@ class Attachments:
         # value becomes the files waiting, without their bytes (`_show`): the button counts
         # them, and the same file can be attached again.
         files = [(f.get("name"), f.get("content")) for f in change["new"] if f.get("type") != _WAITING]
+        if files:
+            self.upload.value = ()
+            self.receive(files)
+
+    def receive(self, files: list[tuple[Any, Any]]) -> None:
+        """Files from the browser, as (name, bytes): read in a thread of their own."""
         if not files:
             return
-        self.upload.value = ()
         self._panel.show_info(f"reading {_count(len(files))}…")
         with self._lock:
             self._unread += 1
@@ -171,6 +193,18 @@ class Attachments:
             [widgets.HTML(attachment_html(item)), remove],
             layout=widgets.Layout(align_items="center", margin="0 12px 0 0"),
         ).add_class("gatecell-attachment")
+
+
+def upload_limit() -> int:
+    """The most bytes the browser sends at once: a Jupyter server's websocket message limit,
+    10 MiB unless raised (``GATECELL_UPLOAD_MAX_BYTES``)."""
+    from gatecell.wire.settings import env_number
+
+    return env_number(None, "GATECELL_UPLOAD_MAX_BYTES", 10 * 2**20)
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 def _count(n: int) -> str:

@@ -192,16 +192,21 @@ def prompt_box(placeholder: str) -> widgets.Textarea:
     return box.add_class("gatecell-prompt")
 
 
-def keyed(box: widgets.Textarea, action: Callable[[], object]) -> widgets.Widget:
+def keyed(box: widgets.Textarea, action: Callable[[], object], attachments: Any = None) -> widgets.Widget:
     """The invisible widget that runs ``action`` when ``box`` (a prompt box of the panel it is
-    placed in) gets Ctrl+Enter or Shift+Enter: the box first takes the text the browser had."""
-    from ._keys import SendKeys
+    placed in) gets Ctrl+Enter or Shift+Enter, the box first taking the text the browser had;
+    and hands the files picked with the panel's Attach button to ``attachments`` (`_attach`)."""
+    from ._keys import Listener
 
     def send(text: str) -> None:
         box.value = text
         action()
 
-    return SendKeys(send)
+    if attachments is None:
+        return Listener(send)
+    return Listener(
+        send, attachments.receive, attachments.too_big, accept=attachments.accept, limit=attachments.limit
+    )
 
 
 def button(

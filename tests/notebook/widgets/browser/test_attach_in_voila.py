@@ -174,3 +174,29 @@ def test_a_panel_sharing_the_conversation_shows_the_picture_a_cell_sent(page):
     shared.locator(
         ".gatecell-assistant", has_text="Earlier in this conversation you sent 1 picture."
     ).wait_for()
+
+
+def test_a_file_over_the_servers_message_limit_is_one_line_and_attach_keeps_working(page):
+    """A Jupyter server drops a websocket message over its limit (10 MiB unless raised) without
+    a word, and ipywidgets then sends nothing more from that button: the panel hears the file's
+    size first, says so in one line, and gets a fresh button."""
+    chat = page.locator(".gatecell-dashboard .gatecell-chat")
+    big = png((32, 32), (200, 30, 30)) + bytes(12 * 2**20)
+    attach(page, chat, {"name": "huge.png", "mimeType": "image/png", "buffer": big})
+    status = chat.locator(".gatecell-status.gatecell-error")
+    status.wait_for()
+    line = status.inner_text()
+    assert line.startswith(
+        "not attached: huge.png (12.0 MiB) is over the Jupyter server's websocket message limit"
+    )
+    assert "websocket_max_message_size" in line and "GATECELL_UPLOAD_MAX_BYTES" in line and "\n" not in line
+    waiting = chat.locator(".gatecell-attachments .gatecell-attachment")
+    assert waiting.count() == 0
+    attach(
+        page, chat, {"name": "after.png", "mimeType": "image/png", "buffer": png((40, 30), (35, 105, 200))}
+    )
+    waiting.first.wait_for()
+    chat.locator(".gatecell-status", has_text="1 file attached").wait_for()
+    chat.locator(".gatecell-prompt textarea").fill("And this one?")
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-assistant", has_text="picture 1: PNG 40x30").wait_for()
