@@ -16,6 +16,10 @@ _LAZY = {
     "AsyncGateway": "gatecell.gateway",
     "Secret": "gatecell.wire.util.secret",
     "dashboard": "gatecell.notebook.widgets.dashboard",
+    **dict.fromkeys(
+        ("ChatPanel", "ComparePanel", "ImagePanel", "SpeechPanel", "MediaPanel", "Dashboard"),
+        "gatecell.notebook.widgets",
+    ),
     "GatecellError": "gatecell.wire.transport.errors",
     "ConfigError": "gatecell.wire.transport.errors",
     "InvalidRequest": "gatecell.wire.transport.errors",
@@ -56,6 +60,14 @@ if TYPE_CHECKING:
 
     from gatecell.batch import Batch, BatchError, MapOptions, Row
     from gatecell.gateway import AsyncGateway, Gateway
+    from gatecell.notebook.widgets import (
+        ChatPanel,
+        ComparePanel,
+        Dashboard,
+        ImagePanel,
+        MediaPanel,
+        SpeechPanel,
+    )
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
     from gatecell.wire.apis.spec import ChatCompletion

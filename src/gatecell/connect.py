@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from gatecell.wire.transport.results import ModelList
     from gatecell.wire.util.secret import Secret
 
-__all__ = ["Target", "choose", "is_local", "local_url", "explain_unserved", "ENV_LOCAL_URL", "NOTICE"]
+__all__ = [
+    "Target",
+    "choose",
+    "is_local",
+    "local_url",
+    "quiet",
+    "explain_unserved",
+    "ENV_LOCAL_URL",
+    "NOTICE",
+]
 
 # Set by `gatecell lab` for its kernels: the root address of its local gateway, whose key is
 # in GATECELL_LOCAL_KEYS. A process that finds it uses that gateway instead of starting one.
@@ -98,6 +107,14 @@ def choose(base_url: str | None = None, api_key: str | Secret | None = None) -> 
 
 # Muted by opacity, not by a colour: it then reads as secondary text in any theme.
 _NOTICE_HTML = '<div class="gatecell-notice" style="font-size:smaller;opacity:0.7">{}</div>'
+
+
+def quiet() -> None:
+    """Choosing the local gateway says nothing from now on in this process: the caller says
+    it its own way (the dashboard's header, for people who never set a gateway up)."""
+    global _announced
+    with _lock:
+        _announced = True
 
 
 def _announce(url: str) -> None:

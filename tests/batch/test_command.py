@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from interrupts import python
 from rowserver import KEY, reply_to, wait_until
 
 
@@ -103,6 +104,27 @@ def test_the_magic_over_a_dataframe(cell_runner, ipshell, local_gateway):
     assert result.result is batch
     assert batch.text.to_dict() == {"p": "2 + 5 = 7", "q": "3 + 8 = 11"}
     assert "map: 100%" in captured.stderr  # the progress bar (text outside a notebook)
+
+
+def test_the_magic_over_rows_keeps_latex_and_json_braces(
+    cell_runner, ipshell, row_server, monkeypatch, request
+):
+    from gatecell.notebook import _STATE
+
+    server = row_server()
+    session = _STATE[id(ipshell)]["magics"].session
+    monkeypatch.setattr(session.config, "base_url", server.url)
+    monkeypatch.setenv("GATECELL_API_KEY", KEY)
+    session.disconnect()
+    request.addfinalizer(session.disconnect)  # the next test connects where it is told
+    ipshell.user_ns["rows"] = [{"w": "a"}, {"w": "b"}]
+    cell = 'Rate {w}: $\\frac{1}{\\sqrt{2}}$, $e^{x}$, {"k": {"v": 1}} and {{w}}'
+    result, captured = cell_runner(f"%%chat --over rows --rpm 6000\n{cell}")
+    assert result.error_in_exec is None, captured.stderr
+    assert sorted(server.prompts) == [cell.replace("{w}:", f"{w}:").replace("{{w}}", "{w}") for w in "ab"]
+    result, captured = cell_runner(f"%%chat --over rows\nRate {{word}}: {cell}")
+    assert "template: {word} is not a field of the rows (they have: w)" in str(result.error_in_exec)
+    assert len(server.prompts) == 2
 
 
 @pytest.mark.parametrize(
@@ -390,7 +412,7 @@ def test_ctrl_c_writes_the_rows_done_also_after_one_that_never_finished(row_serv
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "GATECELL_BASE_URL": server.url, "GATECELL_API_KEY": KEY}
     child = subprocess.Popen(
-        [sys.executable, "-m", "gatecell", "map", "say {w}", "-o", str(out), "-j", "2", "--no-progress"],
+        python("-m", "gatecell", "map", "say {w}", "-o", str(out), "-j", "2", "--no-progress"),
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     child.stdin.write("".join(json.dumps({"w": i}) + "\n" for i in range(40)))

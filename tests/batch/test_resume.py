@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupts import python
 from rowserver import KEY, reply_to, wait_until
 
 from gatecell import Gateway
@@ -174,7 +175,7 @@ def test_ctrl_c_in_a_script_returns_the_rows_done(row_server, home: Path, progre
         f"'row {{item}}', range(50), concurrency=2, progress={progress})\n"
         "print('RESULT', b.done, b.not_run, b.interrupted, flush=True)\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(python("-c", code), stdout=subprocess.PIPE, text=True)
     wait_until(lambda: server.answered == 3 and server.in_flight == 2, "two rows held at the server")
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=60)

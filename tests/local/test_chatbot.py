@@ -88,3 +88,37 @@ def test_write_python_gets_a_stub_in_one_fenced_block_that_compiles():
     assert answer([("user", "rewrite python code for me")]).text.startswith(
         ("You asked", "Your", "I received")
     )
+
+
+COMPLAINT = "Broke after two days. Total waste of money."
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        (COMPLAINT, "negative"),  # complaint words, no "bad" in sight
+        ("It stopped working and I returned it.", "negative"),
+        ("Not bad at all.", "positive"),  # a negation turns a word round
+        ("It is not good.", "negative"),
+        ("Works well, no problems so far.", "positive"),
+        ("It never works.", "negative"),
+        ("I would never buy it again.", "negative"),  # a "never" that turns nothing
+        ("It arrived on Tuesday.", "neutral"),
+    ],
+)
+def test_sentiment_reads_negations_and_complaints(text, label):
+    question = f"Classify the sentiment of this review as positive, negative or neutral: {text}"
+    assert answer([("user", question)]).text == label
+
+
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        (r"Repeat exactly: the area is $$\int_0^1 x^2\,dx$$", r"the area is $$\int_0^1 x^2\,dx$$"),
+        ("Say: 2 + 2 = 5", "2 + 2 = 5"),
+        ('Quote "6 * 7 is 42" back to me', '"6 * 7 is 42" back to me'),
+        ('quote: "what is 3*3?"', "what is 3*3?"),
+    ],
+)
+def test_an_instruction_to_repeat_or_quote_wins_over_arithmetic(question, reply):
+    assert answer([("user", question)]).text == reply

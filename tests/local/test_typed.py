@@ -143,6 +143,26 @@ def test_a_nested_schema_is_filled_from_an_email():
     assert ticket.people[0].name == "Grace Hopper"
 
 
+def test_a_complaint_is_negative_with_a_low_score(gw):
+    """Complaint words and negations, in the typed answer as in the CLI (both ask the gateway)."""
+    rated = Schema.of(
+        {
+            "type": "object",
+            "properties": {
+                "sentiment": {"type": "string", "enum": ["positive", "negative", "neutral"]},
+                "score": {"type": "integer", "minimum": 1, "maximum": 5},
+            },
+            "required": ["sentiment", "score"],
+        }
+    )
+    for text, expected in [
+        ("Broke after two days. Total waste of money.", {"sentiment": "negative", "score": 1}),
+        ("Not bad at all, no problems.", {"sentiment": "positive", "score": 5}),
+    ]:
+        reply = gw.chat("local-chat", _user(f"Rate this review: {text}\n\n{instruction(rated)}"))
+        assert parse(reply.text, rated) == (expected, None)
+
+
 def test_choices_pick_by_the_lexicon_then_by_the_words_then_the_first(gw):
     sentiment = Schema.of(["positive", "negative", "neutral"])
     for text, label in [(GOOD, "positive"), (BAD, "negative"), ("It arrived on Tuesday.", "neutral")]:

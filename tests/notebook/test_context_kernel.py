@@ -167,3 +167,24 @@ print(slow.busy, slow.messages[-1]["content"].startswith("word0 word1"), slow.wa
 """
     reply, messages = run(kernel, code)
     assert stream_text(messages, "stdout") == "True True\nFalse True True\n"
+
+
+BRACES = (
+    "Check \\frac{1}{\\sqrt{2}} and e^{x} for n = {n}.\n"
+    'JSON: {"user": {"id": 7, "tags": ["a", "b"]}, "ok": true}\n'
+    'Code: print(f"{key}: {value:>8}") if d == {} else {**d}; {{n}} stays'
+)
+
+
+def test_latex_json_and_code_reach_the_gateway_byte_for_byte(kernel, recording_gateway):
+    run(kernel, "x, n = 5, 42")  # x is defined: e^{x} is TeX all the same
+    reply, messages = run(kernel, f"%%chat --show-prompt --footer\n{BRACES}")
+    sent = BRACES.replace("= {n}.", "= 42.").replace("{{n}}", "{n}")
+    assert last_prompt(recording_gateway) == sent
+    shown = [m["content"]["data"]["text/plain"] for m in displays(messages)]
+    assert shown[0] == "sent as written, no such variable in the notebook: {key}, {value:>8}"
+    assert shown[1].endswith(f"\n\n```text\n{sent}\n```")  # --show-prompt: what went, as it went
+    html = displays(messages)[1]["content"]["data"]["text/html"]
+    assert f"<em>prompt sent ({len(sent)} characters; filled {{n}}):</em>" in html
+    assert shown[-1].endswith("· 1 placeholder filled")
+    assert displays(messages)[-1]["content"]["metadata"]["gatecell"]["placeholders"] == 1

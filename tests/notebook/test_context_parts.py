@@ -154,8 +154,8 @@ def test_fields_for_cells_and_their_errors():
         interpolate("{Out[1]}", ns)
     with pytest.raises(UsageError, match=r"In holds cells 1 to 2"):
         interpolate("{In[9]}", ns)
-    with pytest.raises(UsageError, match="no variable 'nope'"):
-        interpolate("{nope}", ns)
+    with pytest.raises(UsageError, match=r"\{x\.nope\} in the prompt: 'int' object has no attribute 'nope'"):
+        interpolate("{x.nope}", ns)
 
 
 def test_a_table_goes_on_lines_of_its_own():

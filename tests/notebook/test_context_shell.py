@@ -45,7 +45,7 @@ def test_show_prompt_shows_what_the_gateway_received_and_provenance_keeps_it(
     assert received.startswith("How many rows are there in [0, 1, 2,") and "more items]?" in received
     assert len(received) < 4100  # the list was bounded by Gatecell.context_chars
     shown = captured.outputs[0].data["text/plain"]
-    assert shown.startswith(f"*prompt sent ({len(received):,} characters):*")
+    assert shown.startswith(f"*prompt sent ({len(received):,} characters; filled \\{{rows\\}}):*")
     assert received in shown
     assert ipshell.user_ns["r"].prov["prompt"] == received
     assert captured.outputs[-1].metadata["gatecell"]["prompt"] == received
@@ -189,7 +189,8 @@ def test_in_n_is_redacted_before_sending_and_show_prompt_shows_what_was_sent(
     received = sent(recording_gateway)
     assert "OPENAI_KEY = " in received and "db_pass = " in received  # the cell went, its secrets did not
     shown = captured.outputs[0].data["text/plain"]
-    assert shown == f"*prompt sent ({len(received):,} characters):*\n\n{fence(received, 'text')}"  # as sent
+    filled = f"filled \\{{In&#91;{n}\\]\\}}"
+    assert shown == f"*prompt sent ({len(received):,} characters; {filled}):*\n\n{fence(received, 'text')}"
     assert ipshell.user_ns["r"].prov["prompt"] == received
     cells("%%chat\nand now?")  # the conversation, as kept in memory, is sent again
     for secret in SECRETS.values():

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from gatecell.notebook.magics import SPECS, parser
 from gatecell.notebook.memory import Memory
 from gatecell.notebook.options import HelpShown, parse
-from gatecell.notebook.template import interpolate
+from gatecell.notebook.template import fill, interpolate
 
 
 def test_line_form_keeps_the_prompt_verbatim():
@@ -79,8 +79,7 @@ def test_interpolation_rules():
     ns = {"a": 1, "items": [4, 5], "x": 3.14159}
     assert interpolate("{a} {items[1]} {x:.2f} {a!r}", ns) == "1 5 3.14 1"
     assert interpolate('{{a}} {"k": 1} {} { a }', ns) == '{a} {"k": 1} {} { a }'
-    with pytest.raises(UsageError, match="no variable 'nope'"):
-        interpolate("{nope.attr}", ns)
+    assert fill("{nope.attr} and {a}", ns) == ("{nope.attr} and 1", ("{a}",), ("{nope.attr}",))
 
 
 def test_memory_marks_partial_replies():

@@ -32,6 +32,22 @@ def test_load_is_lazy():
     assert out.strip() == "[]"
 
 
+def test_the_panels_are_on_the_public_face_and_load_when_asked():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gatecell\n"
+        "before = 'ipywidgets' in sys.modules\n"
+        "from gatecell import ChatPanel, ComparePanel, Dashboard, ImagePanel, MediaPanel, SpeechPanel\n"
+        "from gatecell.notebook import widgets\n"
+        "print(before, ChatPanel is widgets.ChatPanel, MediaPanel is widgets.MediaPanel,"
+        " 'ChatPanel' in gatecell.__all__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True", "True"]
+
+
 @pytest.mark.parametrize("magic", MAGICS)
 def test_every_magic_has_help(run, magic):
     # IPython alone refuses the empty cell bodies before the magic runs
@@ -155,10 +171,9 @@ def test_interpolation(run, ipshell):
     assert result.result == '{n} and {"json": 1}'
     result, _ = run("%chat --no-interpolate repeat after me: {n}")
     assert result.result == "{n}"
-    result, captured = run("%chat what is {missing_name}?")
-    assert not result.success
-    assert "no variable 'missing_name'" in captured.stderr
-    assert "Traceback" not in captured.stderr + captured.stdout
+    result, captured = run("%chat repeat after me: {missing_name} and $e^{n}$")
+    assert result.success and result.result == "{missing_name} and $e^{n}$"
+    assert texts(captured)[0] == "sent as written, no such variable in the notebook: {missing_name}"
 
 
 def test_temperature_out_of_range_sends_nothing(run, gc, fault_server):
@@ -290,12 +305,44 @@ def test_stream_cut_keeps_partial_text_marked(run, gc, fault_server, ipshell):
 def test_models_and_config(run, gc, local_gateway):
     _, captured = run("%gatecell models")
     table = htmls(captured)[0]
-    assert "<td>local-chat</td>" in table and "<td>local-image</td>" in table
+    left = '<td style="text-align:left">'
+    assert f"{left}local-chat</td>" in table and f"{left}local-image</td>" in table  # text to the left
     assert texts(captured)[0].splitlines()[0].split() == ["model", "owned", "by", "endpoints"]
     _, captured = run("%gatecell config")
     shown = texts(captured)[0]
     assert local_gateway.base_url in shown and "set (environment)" in shown
     assert local_gateway.api_key.reveal() not in shown
+
+
+@pytest.mark.parametrize(
+    "cell", ["%%chat --max-tokens 3", "%%chat --max-tokens 3 --no-stream", "%%reason --max-tokens 3"]
+)
+def test_a_reply_cut_by_max_tokens_says_so(run, cell):
+    result, captured = run(f"{cell}\ncount to 20")
+    assert result.success, result.error_in_exec
+    assert str(result.result) == "1, 2, 3,"
+    assert texts(captured)[-1].startswith("1, 2, 3,\n\ncut at the token limit (finish reason: ")
+    result, captured = run(cell.replace("3", "50") + "\ncount to 5")
+    assert "cut at the token limit" not in texts(captured)[-1]
+
+
+def test_text_columns_are_left_aligned_and_numbers_right_aligned():
+    from IPython.utils.capture import capture_output
+
+    from gatecell.notebook.display import show_table
+
+    with capture_output() as captured:
+        show_table(
+            ("model", "requests", "cost"), [("local-chat", "12", "$0.0042"), ("local-image-2", "3", "-")]
+        )
+    assert texts(captured)[0].splitlines() == [
+        "model          requests     cost",
+        "local-chat           12  $0.0042",
+        "local-image-2         3        -",
+    ]
+    table = htmls(captured)[0]
+    assert '<th style="text-align:left">model</th>' in table
+    assert '<td style="text-align:right">12</td>' in table and '<td style="text-align:right">-</td>' in table
 
 
 def test_config_traits_and_env(ipshell, gc, monkeypatch):

@@ -116,7 +116,7 @@ def test_show_prompt_shows_thumbnails_not_base64(recorded, ipshell):
     assert result.success, result.error_in_exec
     prompt = captured.outputs[0].data
     assert prompt["text/plain"].startswith(
-        "prompt sent (16 characters, 1 attachment):\nWhat colour is [image: PNG 900x600, "
+        "prompt sent (16 characters, 1 attachment; filled {big}):\nWhat colour is [image: PNG 900x600, "
     )
     assert prompt["text/plain"].endswith("]?")
     thumbnail = prompt["text/html"].split('src="data:image/png;base64,', 1)[1].split('"', 1)[0]

@@ -70,7 +70,7 @@ def test_models_table_shows_each_id_as_written(run):
     data = shown(captured)[0]
     assert_inert(data["text/html"])
     assert evil.MODEL_ID in data["text/plain"]  # the terminal sees it as it came
-    assert "<td>hostile-model\"'&gt;&lt;img src=x onerror=" in data["text/html"]
+    assert '<td style="text-align:left">hostile-model"\'&gt;&lt;img src=x onerror=' in data["text/html"]
 
 
 def test_media_types_from_headers_never_reach_html(run, ipshell):

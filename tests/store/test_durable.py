@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupts import python
 from locks import held
-from store_helpers import CLI, clean_env
+from store_helpers import clean_env
 
 from gatecell import AsyncGateway, Gateway
 
@@ -110,7 +111,7 @@ def test_ctrl_c_in_the_cli_keeps_the_partial_reply(local_gateway, tmp_path):
     )
     with held(home / "gatecell.db") as release:
         child = subprocess.Popen(
-            [*CLI, "chat", "-m", "local-chat", f"repeat after me: {words}"],
+            python("-m", "gatecell", "chat", "-m", "local-chat", f"repeat after me: {words}"),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

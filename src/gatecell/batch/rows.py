@@ -4,9 +4,11 @@
 (its columns are the fields, its index the labels), a Series (``{item}``, or its name), a
 list of dicts, a list of plain values (``{item}``), or any iterable, consumed as the engine
 asks for rows. `Template` fills ``{field}``: a Python name, with attributes and indexes
-(``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{``/``}}`` for
-braces. The magics fill ``{name}`` from the notebook's variables with the same grammar
-(`FIELD`, used by `gatecell.notebook.template`). A field whose value is a picture (a PIL
+(``{a.b}``, ``{x[0]}``), an optional ``!r``/``!s``/``!a`` and ``:spec``, and ``{{name}}`` for
+a literal ``{name}``. Every other brace goes as written: JSON, code, TeX (``e^{x}``,
+``\\frac{a}{b}``: a brace TeX groups is never a placeholder), ``{{`` and ``}}`` on their own.
+The magics fill ``{name}`` from the notebook's variables with the same grammar (`fields`,
+used by `gatecell.notebook.template`). A field whose value is a picture (a PIL
 image, picture bytes, a figure, a ``pathlib`` path: `gatecell.wire.apis.attachments.attachment_of`)
 puts the picture in the prompt, which is then a list of text and pictures that each API
 sends as content parts. A string stays text, whatever file or URL it names, unless its
@@ -25,12 +27,47 @@ from gatecell.wire.apis.attachments import attachment_of, load
 from gatecell.wire.transport.errors import InvalidRequest
 from gatecell.wire.util._text import joined
 
-__all__ = ["Template", "Rows", "RowError", "FIELD", "FORMATTER"]
+__all__ = ["Template", "Rows", "RowError", "FIELD", "FORMATTER", "fields"]
 
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*"
 FIELD = re.compile(
-    r"\{\{|\}\}"
-    r"|\{(?P<field>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}]+\])*)(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{}]*))?\}"
+    rf"\{{\{{(?P<escaped>{_NAME}(?:![rsa])?(?::[^{{}}]*)?)\}}\}}"
+    rf"|\{{(?P<field>{_NAME})(?:!(?P<conv>[rsa]))?(?::(?P<spec>[^{{}}]*))?\}}"
 )
+"""A placeholder, ``{name}`` (attributes, indexes, ``!r`` and ``:spec`` allowed), or one
+escaped, ``{{name}}``; `fields` says which of them are placeholders."""
+
+# What may stand right before a brace that TeX groups: a control word (\frac, \sqrt[3],
+# \sum_), a backslash (\{), a superscript's caret, a one-letter name's subscript (x_{i};
+# report_{date} is a placeholder).
+_TEX_BEFORE = re.compile(r"(?:\\[A-Za-z]+\*?(?:\[[^\[\]{}]*\])?_?|(?<![\w\\])[A-Za-z]_|[\\^])\Z")
+
+
+def fields(text: str) -> Iterator[re.Match[str]]:
+    r"""The `FIELD` matches of ``text`` that are placeholders or escapes, in order: not a
+    brace TeX groups (``e^{x}``, ``\frac{a}{b}``, ``x_{i}``: after a caret, a backslash, a
+    control word, a one-letter name's ``_`` or such a group). Every other brace is text,
+    ``{{`` and ``}}`` included."""
+    for match in FIELD.finditer(text):
+        if not _tex_group(text, match.start()):
+            yield match
+
+
+def _tex_group(text: str, brace: int) -> bool:
+    r"""Whether the ``{`` at ``brace`` opens a TeX group: after `_TEX_BEFORE`, or right after
+    the ``}`` of such a group (the second argument of ``\frac{a}{b}``, ``\mathbf{v}_{i}``)."""
+    if _TEX_BEFORE.search(text, max(0, brace - 80), brace):
+        return True
+    close = brace - 1 - text.endswith("_", 0, brace)  # \mathbf{v}_{i} as \frac{a}{b}
+    if close < 0 or text[close] != "}":
+        return False
+    depth = 0
+    for i in range(close, -1, -1):  # back to the brace that opened the group just closed
+        depth += {"}": 1, "{": -1}.get(text[i], 0)
+        if depth == 0:
+            return _tex_group(text, i)
+    return False
+
 
 FORMATTER = string.Formatter()
 
@@ -59,12 +96,11 @@ class Template:
         parts: list[_Part] = []
         pos = 0
         literal: list[str] = []
-        for match in FIELD.finditer(text):
+        for match in fields(text):
             literal.append(text[pos : match.start()])
             pos = match.end()
-            token = match.group(0)
-            if token in ("{{", "}}"):
-                literal.append(token[0])
+            if match.group("escaped") is not None:
+                literal.append("{" + match.group("escaped") + "}")
                 continue
             parts.append(
                 ("".join(literal), match.group("field"), match.group("conv"), match.group("spec") or "")
@@ -208,7 +244,7 @@ class Rows:
             raise InvalidRequest(
                 "template",
                 f"{{{missing[0]}}} is not a field of the rows (they have: {have}); "
-                "write {{ and }} for literal braces",
+                f"write {{{{{missing[0]}}}}} to send {{{missing[0]}}} as written",
             )
 
     def __iter__(self) -> Iterator[tuple[Any, Mapping[str, Any]]]:

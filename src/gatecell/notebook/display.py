@@ -41,6 +41,7 @@ __all__ = [
     "rich_output",
     "provenance",
     "footer_text",
+    "limit_note",
     "LiveMarkdown",
     "SHOWN",
     "DOWNLOAD",
@@ -50,6 +51,7 @@ __all__ = [
     "show_media",
     "show_markdown",
     "show_prompt",
+    "show_note",
     "attachment_html",
     "show_table",
     "JobProgress",
@@ -117,7 +119,7 @@ def _tokens(usage: Any) -> str:
 
 def footer_text(prov: dict[str, Any]) -> str:
     """One line: ``local-chat · /v1/chat/completions · 0.42 s · 12 in / 80 out tokens ·
-    $0.00042 (gateway) · request id``."""
+    $0.00042 (gateway) · request id · 2 placeholders filled``."""
     parts = [prov.get("model"), prov.get("endpoint")]
     if isinstance(prov.get("latency"), (int, float)):
         parts.append(f"{prov['latency']:.2f} s")
@@ -128,9 +130,25 @@ def footer_text(prov: dict[str, Any]) -> str:
         parts.append(f"${dollars} ({prov['cost_source']})" if prov.get("cost_source") else f"${dollars}")
     if prov.get("request_id"):
         parts.append(f"request {prov['request_id']}")
+    if prov.get("placeholders"):
+        count = prov["placeholders"]
+        parts.append(f"{count} placeholder{'s' if count != 1 else ''} filled")
     if prov.get("cached"):
         parts.append("cached")
     return " · ".join(str(p) for p in parts if p)
+
+
+def limit_note(result: Any) -> str | None:
+    """ "cut at the token limit (finish reason: length)" when a reply (a stream, a chat
+    completion, a native reply) says it stopped at its max tokens; else None."""
+    from gatecell.wire.transport.results import cut_by_limit, reply_finish
+
+    reason = getattr(result, "finish_reason", None)  # a stream
+    if reason is None and getattr(result, "choices", None):
+        reason = getattr(result.choices[0], "finish_reason", None)
+    if reason is None:
+        reason = reply_finish(getattr(result, "raw", None))
+    return f"cut at the token limit (finish reason: {reason})" if cut_by_limit(reason) else None
 
 
 def _meta(prov: dict[str, Any] | None) -> dict[str, Any]:
@@ -230,12 +248,18 @@ class LiveMarkdown:
         self._shown = len(self.text)
 
 
+def _muted(line: str, kind: str = "") -> str:
+    return f'<div class="{kind}{NOT_MATH}" style="color:{MUTED}"><sub>{html.escape(line)}</sub></div>'
+
+
 def _footer(prov: dict[str, Any]) -> tuple[str, str]:
     line = footer_text(prov)
-    footer = (
-        f'<div class="gatecell-footer {NOT_MATH}" style="color:{MUTED}"><sub>{html.escape(line)}</sub></div>'
-    )
-    return footer, f"-- {line}"
+    return _muted(line, "gatecell-footer "), f"-- {line}"
+
+
+def show_note(line: str) -> None:
+    """One muted line in the output (a frontend's, or plain text in a terminal)."""
+    display({"text/html": _muted(line), "text/plain": line}, raw=True)
 
 
 def show_markdown(markdown: str, *, prov: dict[str, Any] | None = None, footer: bool = False) -> None:
@@ -252,25 +276,29 @@ THUMBNAIL = 160
 """The largest side of a picture's thumbnail in ``--show-prompt``, in pixels."""
 
 
-def show_prompt(content: Any) -> None:
+def show_prompt(content: Any, *, filled: Sequence[str] = ()) -> None:
     """The prompt as sent (``--show-prompt``): its text fenced (a plain prompt as Markdown,
-    through `show_markdown`); each picture as a thumbnail
-    made here from its own bytes (a small PNG in a data URL: never the picture's base64),
-    with its format, dimensions and size; each file and URL by name and size."""
+    through `show_markdown`), headed by the placeholders ``filled`` in it; each picture as a
+    thumbnail made here from its own bytes (a small PNG in a data URL: never the picture's
+    base64), with its format, dimensions and size; each file and URL by name and size."""
     from gatecell.wire.apis.conversation import content_text
     from gatecell.wire.util._text import fence
 
-    if isinstance(content, str):
-        show_markdown(f"*prompt sent ({len(content):,} characters):*\n\n{fence(content, 'text')}")
-        return
-    items = list(content)
+    items = [content] if isinstance(content, str) else list(content)
     texts = [item for item in items if isinstance(item, str)]
     others = [item for item in items if not isinstance(item, str)]
     chars = sum(len(t) for t in texts)
     counted = f"{chars:,} characters" + (
         f", {len(others)} attachment{'s' if len(others) != 1 else ''}" if others else ""
     )
-    parts = [f"<p><em>prompt sent ({counted}):</em></p>"]
+    names = ", ".join(filled)
+    if isinstance(content, str):
+        named = f"; filled {escape(names)}" if names else ""
+        show_markdown(f"*prompt sent ({counted}{named}):*\n\n{fence(content, 'text')}")
+        return
+    if names:
+        counted += f"; filled {names}"
+    parts = [f"<p><em>prompt sent ({html.escape(counted)}):</em></p>"]
     for item in items:
         if isinstance(item, str):
             parts.append(to_html(fence(item, "text")))
@@ -332,18 +360,31 @@ def _thumbnail(data: bytes, side: int) -> tuple[bytes, int, int] | None:
 
 def show_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, note: str = "") -> None:
     """A table of values a gateway or the user chose (model ids, settings), each cell shown
-    as written: HTML for frontends, aligned columns as ``text/plain``. ``note`` is Markdown."""
+    as written: HTML for frontends, aligned columns as ``text/plain``; text columns to the
+    left, columns of numbers to the right. ``note`` is Markdown."""
     table = [list(headers), *([str(cell) for cell in row] for row in rows)]
+    numeric = [
+        bool(table[1:]) and all(_NUMBER.fullmatch(row[i]) for row in table[1:]) for i in range(len(headers))
+    ]
     markdown = "\n".join(
-        [_row(escape(h) for h in headers), _row("---" for _ in headers)]
+        [_row(escape(h) for h in headers), _row("---:" if n else ":---" for n in numeric)]
         + [_row(escape(cell) for cell in row) for row in table[1:]]
     )
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    plain = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    plain = [
+        "  ".join(
+            cell.rjust(w) if n else cell.ljust(w) for cell, w, n in zip(row, widths, numeric, strict=True)
+        ).rstrip()
+        for row in table
+    ]
     if note:
         markdown += f"\n\n{note}"
         plain += ["", note]
     display({"text/html": to_html(markdown), "text/plain": "\n".join(plain)}, raw=True)
+
+
+# A cell that reads as a number (a count, tokens, a price, a share): or empty, or a dash
+_NUMBER = re.compile(r"|-|[-+]?[$€£]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:%|s|ms|[kKMG]B?)?", re.I)
 
 
 def _row(cells: Iterable[str]) -> str:
@@ -416,8 +457,10 @@ def media_bundle(
 ) -> dict[str, Any]:
     """A display bundle for image, audio or video bytes, embedded as base64.
 
-    The type comes from `media_type`: ``mime`` is only a hint. PNG, JPEG and GIF use their
-    own mime type (every frontend renders them), other images an ``<img>`` with a data URI;
+    The type comes from `media_type`: ``mime`` is only a hint. A picture is shown at its
+    natural size up to `PICTURE_SIDE` pixels wide (`_picture_bundle`: a bigger one is shown
+    at that width, and a click shows it full size); PNG, JPEG and GIF within it use their own
+    mime type (every frontend renders them);
     audio and video are HTML5 players with a data URI; anything else is a download link.
     A video or download above ``embed_limit`` bytes is written to
     ``media_dir/<safe_name(name)>.ext`` and the output points at that file.
@@ -426,10 +469,8 @@ def media_bundle(
     mime = media_type(data, mime)
     kind = mime.split("/", 1)[0]
     plain = f"<{mime}, {_size(len(data))}>"
-    if mime in ("image/png", "image/jpeg", "image/gif"):
-        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": plain}
     if kind == "image":
-        return {"text/html": f'<img src="{_data_uri(data, mime)}"/>', "text/plain": plain}
+        return _picture_bundle(data, mime, plain)
     auto = " autoplay" if autoplay else ""
     if kind == "audio":
         player = f'<audio controls{auto} src="{_data_uri(data, mime)}"></audio>'
@@ -449,6 +490,50 @@ def media_bundle(
         return {"text/html": f'<video controls{auto} src="{src}"></video>', "text/plain": plain}
     link = f'<a download="{file_name}" href="{src}">download {file_name}</a> ({_size(len(data))})'
     return {"text/html": link, "text/plain": plain}
+
+
+PICTURE_SIDE = 512
+"""The widest a picture is shown in an output, in CSS pixels; a click shows a wider one whole."""
+
+# A <details> whose summary is the picture: opening it (a click, or Enter) lets the picture
+# take its natural width; no script, and one copy of the bytes.
+_PICTURE_CSS = (
+    "<style>details.gatecell-picture>summary{list-style:none;display:block;cursor:zoom-in}"
+    "details.gatecell-picture>summary::-webkit-details-marker{display:none}"
+    "details.gatecell-picture[open]>summary{cursor:zoom-out}"
+    "details.gatecell-picture[open] img{width:auto;max-width:none}</style>"
+)
+
+
+def _picture_bundle(data: bytes, mime: str, plain: str) -> dict[str, Any]:
+    """A picture at its natural size, or `PICTURE_SIDE` wide with a click to see it whole."""
+    size = _dimensions(data)
+    if (size is None or size[0] <= PICTURE_SIDE) and mime in ("image/png", "image/jpeg", "image/gif"):
+        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": plain}
+    if size is None or size[0] <= PICTURE_SIDE:
+        return {"text/html": f'<img src="{_data_uri(data, mime)}"/>', "text/plain": plain}
+    width, height = size
+    shown = f'width="{PICTURE_SIDE}" height="{round(height * PICTURE_SIDE / width)}"'
+    title = f"{width} x {height}: click for full size"
+    picture = f'<img src="{_data_uri(data, mime)}" {shown} alt="{title}"/>'
+    return {
+        "text/html": f'{_PICTURE_CSS}<details class="gatecell-picture"><summary title="{title}">'
+        f"{picture}</summary></details>",
+        "text/plain": plain,
+    }
+
+
+def _dimensions(data: bytes) -> tuple[int, int] | None:
+    """A picture's width and height from its header (nothing decoded); None when unreadable."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
 
 
 def show_media(

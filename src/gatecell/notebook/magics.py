@@ -269,11 +269,15 @@ class GatecellMagics(Magics):
         prompt: Any = text
         if not getattr(ns, "over", None):  # --over fills {field} per row
             if not ns.no_interpolate:
-                from .template import interpolate
+                from .display import show_note
+                from .template import fill
 
                 rows, chars = self.defaults.context_rows, self.defaults.context_chars
                 pictures = name in _TEXT_MAGICS
-                prompt = interpolate(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+                filled = fill(text, self.namespace, rows=rows, chars=chars, pictures=pictures)
+                prompt, ns.filled, unknown = filled
+                if unknown:  # braces of the prompt's own (LaTeX, JSON), or a name not defined yet
+                    show_note(f"sent as written, no such variable in the notebook: {', '.join(unknown)}")
         ns.footer = ns.footer or self.defaults.footer
         from .log import calls_in
         from .template import joined
@@ -466,14 +470,14 @@ class GatecellMagics(Magics):
     ) -> Any:
         from gatecell.wire.transport.errors import StreamError
 
-        from .display import LiveMarkdown, provenance, rich_output
+        from .display import LiveMarkdown, limit_note, provenance, rich_output
         from .values import Text
 
         sent = prompt  # what left the notebook, as shown and kept: redacted already (`_run`, `_context`)
         if getattr(ns, "show_prompt", False):
             from .display import show_prompt
 
-            show_prompt(sent)
+            show_prompt(sent, filled=getattr(ns, "filled", ()))
         stream = not ns.no_stream and not typed  # a typed answer is read whole
         sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         result: Any = self.session.gateway.converse(
@@ -499,9 +503,13 @@ class GatecellMagics(Magics):
             )
         meta = result.meta  # every answer has one (`gatecell.wire.transport.results.Answer`)
         prov = provenance(
-            meta, model=getattr(result, "model", None) or model, usage=usage, **_prompt_prov(sent)
+            meta,
+            model=getattr(result, "model", None) or model,
+            usage=usage,
+            placeholders=len(getattr(ns, "filled", ())) or None,
+            **_prompt_prov(sent),
         )
-        note = None
+        note = limit_note(result)
         if error is not None:
             what = "interrupted" if isinstance(error, Interrupted) else "the stream ended early"
             note = f"{what}: partial reply" + (
@@ -512,7 +520,8 @@ class GatecellMagics(Magics):
         if typed:
             from .typed import shown_typed
 
-            shown, note = shown_typed(result, text, typed["schema"])
+            shown, problem = shown_typed(result, text, typed["schema"])
+            note = problem or note
         live.finish(shown, prov=prov, footer=ns.footer, note=note, aside=aside)
         if conv is not None and (text or error is None):
             conv.add(prompt, text, partial=error is not None, prov=prov)

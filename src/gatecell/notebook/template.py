@@ -1,9 +1,12 @@
-"""``{name}`` in a prompt, filled from the notebook's variables.
+r"""``{name}`` in a prompt, filled from the notebook's variables.
 
-Only fields that look like Python names are filled (``{name}``, ``{obj.attr}``,
-``{items[0]}``, ``{In[3]}``, ``{Out[3]}``, ``{_}``, with an optional ``!r`` and ``:spec``);
-other braces, such as JSON in a prompt, stay as written. ``{{`` and ``}}`` write a literal
-brace. A name that is not defined is an error, never a silent blank.
+A prompt keeps its braces: LaTeX, JSON and code reach the model byte for byte. Only a
+placeholder is filled: a field that looks like a Python name (``{name}``, ``{obj.attr}``,
+``{items[0]}``, ``{In[3]}``, ``{Out[3]}``, ``{_}``, with an optional ``!r`` and ``:spec``)
+whose name is a variable of the notebook. A field whose name is not a variable is sent as
+written, and `Filled.unknown` names it (the magics say so in one muted line); a brace TeX
+groups (``e^{x}``, ``\frac{a}{b}``) is never a placeholder; ``{{name}}`` writes ``{name}``,
+and ``{{`` or ``}}`` anywhere else is sent as it is (`gatecell.batch.rows.fields`).
 
 Code stays code: nothing inside a fenced code block or an inline code span is touched, so
 pasted code with f-strings or dict literals goes as written (where code starts and ends is
@@ -19,7 +22,8 @@ a variable holding a model's reply that names a file or a URL puts those words i
 prompt, never the file;
 ``!r``, ``!s`` or a spec format it as Python would, within the same cap. ``{In[3]}`` is a
 cell's source, so it goes in as a fenced Python block. A summary of several lines is put on
-lines of its own, so a table stays a table.
+lines of its own, so a table stays a table. A placeholder whose item or attribute is missing
+(``{Out[1]}`` of a cell that showed nothing) is a one-line error: its name says it was meant.
 """
 
 from __future__ import annotations
@@ -27,51 +31,71 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from IPython.core.error import UsageError
 
-from gatecell.batch.rows import FIELD, FORMATTER
+from gatecell.batch.rows import FORMATTER, fields
 from gatecell.wire.util._text import joined
 
 from .summary import CHARS, ROWS, clip, summarize
 
-__all__ = ["interpolate", "code_ranges", "Prompt"]
+__all__ = ["fill", "interpolate", "Filled", "code_ranges", "Prompt"]
 
 Prompt = str | list[Any]
 """A prompt: its text, or its text and pictures in order (str and `Attachment` items)."""
 
 
-def interpolate(
+class Filled(NamedTuple):
+    """What `fill` made of a prompt: the ``prompt`` to send, the placeholders it ``filled``
+    and the ``unknown`` ones sent as written (their names are not variables), as written."""
+
+    prompt: Prompt
+    filled: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+
+def fill(
     text: str,
     namespace: Mapping[str, Any],
     *,
     rows: int = ROWS,
     chars: int = CHARS,
     pictures: bool = False,
-) -> Prompt:
-    """Fill ``{name}`` fields of ``text`` from ``namespace``, outside code; a missing name or a
-    value that cannot be shown is a one-line `UsageError`. With ``pictures``, a field whose
-    value is a picture puts the picture in: the result is then a list (module docstring)."""
+) -> Filled:
+    """Fill the placeholders of ``text`` from ``namespace``, outside code (module docstring);
+    a value that cannot be shown is a one-line `UsageError`. With ``pictures``, a field whose
+    value is a picture puts the picture in: the prompt is then a list."""
     code = code_ranges(text)
     starts = [start for start, _ in code]
     out: list[Any] = []
+    filled: list[str] = []
+    unknown: list[str] = []
     pos = 0
-    for match in FIELD.finditer(text):
+    for match in fields(text):
         i = bisect.bisect_right(starts, match.start()) - 1
         if (i >= 0 and match.start() < code[i][1]) or (i + 1 < len(code) and code[i + 1][0] < match.end()):
             continue  # in code, or reaching into it: as written
-        out.append(text[pos : match.start()])
         token = match.group(0)
-        if token in ("{{", "}}"):
-            out.append(token[0])
+        if match.group("escaped") is not None:
+            replacement: Any = token[1:-1]
+        elif _name(match) not in namespace:
+            unknown.append(token)
+            continue
         else:
             value = _value(match, namespace)
             picture = _picture(match, value) if pictures else None
-            out.append(picture if picture is not None else _fill(match, value, text, rows, chars))
+            replacement = picture if picture is not None else _fill(match, value, text, rows, chars)
+            filled.append(token)
+        out += (text[pos : match.start()], replacement)
         pos = match.end()
     out.append(text[pos:])
-    return joined(out)
+    return Filled(joined(out), tuple(filled), tuple(dict.fromkeys(unknown)))
+
+
+def interpolate(text: str, namespace: Mapping[str, Any], **options: Any) -> Prompt:
+    """The prompt `fill` makes of ``text`` (same options)."""
+    return fill(text, namespace, **options).prompt
 
 
 def _picture(match: re.Match[str], value: Any) -> Any:
@@ -93,11 +117,6 @@ def _name(match: re.Match[str]) -> str:
 
 def _value(match: re.Match[str], namespace: Mapping[str, Any]) -> Any:
     field, name = match.group("field"), _name(match)
-    if name not in namespace:
-        raise UsageError(
-            f"{{{field}}} in the prompt: no variable {name!r} in the notebook "
-            "(write {{ and }} for literal braces, or pass --no-interpolate)"
-        )
     try:
         value, _ = FORMATTER.get_field(field, (), namespace)
     except KeyError as exc:

@@ -183,11 +183,16 @@ def test_sampling_settings_reach_the_request(gw):
     panel.wait(30)
     request = panel.reply.request
     assert (request["temperature"], request["top_p"], request["max_tokens"]) == (0.5, 0.9, 3)
-    assert panel.messages[-1]["content"] == "1, 2, 3,"  # max_tokens cut the reply
+    assert panel.messages[-1]["content"] == "1, 2, 3,"  # max_tokens cut the reply, and says so
+    assert "(cut at the token limit (finish reason: length))" in panel.transcript.children[-1].value
+    assert panel.status.value.endswith("· cut at the token limit (finish reason: length)</span>")
     panel.max_tokens.value = "lots"
     asked = panel.reply
     assert panel.ask("count to 5") is None and panel.reply is asked  # refused before sending
     assert panel.error == "max tokens must be a whole number (empty: no limit), not 'lots'"
+    panel.max_tokens.value = "-5"
+    assert panel.ask("count to 5") is None and panel.reply is asked
+    assert panel.error == "max tokens must be at least 1 (empty: no limit), not '-5'"
     panel.max_tokens.value = "0"  # as good as empty
     panel.ask("count to 5")
     panel.wait(30)
@@ -222,3 +227,27 @@ def test_a_panel_opens_and_says_why_when_models_cannot_be_listed():
     assert panel.error.startswith("could not list models:")
     panel.ask("hello")
     assert panel.error == "no model to ask: the gateway listed no chat model"
+
+
+def test_local_reasoner_introduces_itself_and_its_reasoning_summary_shows(gw):
+    panel = ChatPanel(gw, model="local-reasoner")
+    panel.ask("Who are you?")
+    panel.wait(30)
+    assert panel.messages[-1]["content"].startswith("I am local-reasoner, a deterministic")
+    bubble = panel.transcript.children[-1].value
+    assert "<summary>Reasoning summary</summary>" in bubble and "Read the question (3 words)." in bubble
+    assert panel.reply.reasoning.startswith("Read the question")
+
+
+def test_ctrl_enter_from_the_browser_sends_the_text_it_had(gw):
+    """What the keyboard widget's browser code sends on Ctrl+Enter (a custom comm message with
+    the box's text), handled as the kernel gets it; the browser side is tests/notebook/widgets/
+    browser/test_dashboard.py."""
+    from gatecell.notebook.widgets._keys import Listener
+
+    panel = ChatPanel(gw, model="local-chat")
+    (keys,) = [w for w in panel.children if isinstance(w, Listener)]
+    message = {"method": "custom", "content": {"event": "send", "text": "count to 3"}}
+    keys.comm.handle_msg({"content": {"data": message}, "buffers": []})
+    panel.wait(30)
+    assert panel.messages[-1]["content"] == "1, 2, 3." and panel.prompt.value == ""

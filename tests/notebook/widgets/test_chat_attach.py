@@ -63,7 +63,11 @@ def thumbnail_size(html: str) -> tuple[int, int]:
 def test_a_picture_goes_with_the_next_message_and_shows_as_a_thumbnail(gw):
     panel = attached(ChatPanel(gw, model="local-chat"), ("red.png", png()))
     assert panel.error is None, panel.error
-    assert panel.attachments.upload.value == ()  # emptied: the same file can be attached again
+    # the button lists the file waiting, without its bytes: it counts it, and the same file
+    # can be attached again
+    assert [(f["name"], f["size"], bytes(f["content"])) for f in panel.attachments.upload.value] == [
+        ("red.png", len(panel.attachments.items[0].data), b"")
+    ]
     (waiting,) = waiting_html(panel)
     assert thumbnail_size(waiting) == (64, 48) and "red.png · PNG 64x48" in waiting
     assert "1 file attached" in panel.status.value
@@ -134,9 +138,16 @@ def test_remove_takes_a_file_off_the_next_message(gw):
     first, second = panel.attachments.row.children
     first_remove = first.children[1]
     assert first_remove.description == "Remove" and "red.png" in first_remove.tooltip
+    assert "2 files attached" in panel.status.value and len(panel.attachments.upload.value) == 2
     first_remove.click()
     assert [i.name for i in panel.attachments.items] == ["blue.png"]
     assert panel.attachments.row.children == (second,)  # the other one's thumbnail is not made again
+    assert "1 file attached: it goes with the next message" in panel.status.value  # not 2 any more
+    assert [f["name"] for f in panel.attachments.upload.value] == ["blue.png"]  # the button says (1)
+    second.children[1].click()
+    assert "nothing attached" in panel.status.value and panel.attachments.upload.value == ()
+    upload(panel, ("blue.png", png(colour=(35, 105, 200))))  # the same file again
+    assert panel.attachments.wait(30) and [i.name for i in panel.attachments.items] == ["blue.png"]
     panel.ask("What colour?")
     assert panel.wait(30)
     reply = panel.messages[-1]["content"]
@@ -245,3 +256,30 @@ def test_pictures_go_both_ways_between_the_panel_and_chat_cells(run, ipshell, gc
     assert [t.role for t in turns] == ["user", "assistant"] * 3
     assert isinstance(turns[2].content[1], Attachment)  # the panel's picture, kept as a part
     assert "Earlier in this conversation you sent 2 pictures." in turns[-1].content
+
+
+def listener_message(panel: ChatPanel, content: dict, buffers: list) -> None:
+    """A message of the panel's browser listener (`widgets._keys`), as the kernel gets it."""
+    from gatecell.notebook.widgets._keys import Listener
+
+    (listener,) = [w for w in panel.children if isinstance(w, Listener)]
+    listener.comm.handle_msg(
+        {"content": {"data": {"method": "custom", "content": content}}, "buffers": buffers}
+    )
+
+
+def test_files_too_big_for_the_server_are_one_line_and_the_next_ones_come(gw, monkeypatch):
+    monkeypatch.setenv("GATECELL_UPLOAD_MAX_BYTES", "1000")
+    panel = ChatPanel(gw, model="local-chat")
+    assert panel.attachments.limit == 1000
+    listener_message(panel, {"event": "picked", "files": [{"name": "../huge.png", "size": 21 * 2**20}]}, [])
+    assert panel.error.startswith(
+        "not attached: huge.png (21.0 MiB) is over the Jupyter server's websocket message limit (1,000 bytes)"
+    )
+    assert "websocket_max_message_size" in panel.error and panel.attachments.items == ()
+    picture = png()
+    listener_message(
+        panel, {"event": "files", "files": [{"name": "red.png", "size": len(picture)}]}, [picture]
+    )
+    assert panel.attachments.wait(30) and [i.name for i in panel.attachments.items] == ["red.png"]
+    assert "1 file attached" in panel.status.value

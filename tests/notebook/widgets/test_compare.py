@@ -53,6 +53,18 @@ def test_stop_stops_every_column(gw, until):
     assert not panel.busy
     assert all(r.stopped for r in panel.replies.values())
     assert panel.wait(10)
+    assert panel.error is None and "stopped" in panel.status.value and "done" not in panel.status.value
+    assert all("(stopped)" in column.stats.value for column in panel.columns.children)
+
+
+def test_a_reply_cut_by_max_tokens_says_so(gw):
+    panel = ComparePanel(gw)
+    panel.max_tokens.value = "3"
+    panel.run("count to 50", ["local-chat", "local-reasoner"])
+    panel.wait(30)
+    for column in panel.columns.children:
+        assert "(cut at the token limit (finish reason: length))" in column.stats.value
+    assert "cut at the token limit: local-chat, local-reasoner" in panel.status.value
 
 
 def test_nothing_selected_is_refused(gw):

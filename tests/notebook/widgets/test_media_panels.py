@@ -18,6 +18,7 @@ def test_image_panel_shows_the_generated_image(gw):
     tile = panel.gallery.children[0]
     image = tile.children[0]
     assert isinstance(image, widgets.Image) and bytes(image.value).startswith(b"\x89PNG")
+    assert image.layout.max_width == "320px"
     panel.generate("a blue square")
     panel.wait(60)
     assert len(panel.gallery.children) == 2 and len(panel.images) == 2
@@ -57,6 +58,8 @@ def test_media_panel_runs_three_kinds_of_jobs_with_progress(gw):
         assert view.job.status == "succeeded" and view.bar.value == 100
         assert view.results.children
         assert all(isinstance(w, expected[view.kind]) for w in view.results.children)
+        if view.kind == "imagine":  # capped as the image panel's are, whatever the job made
+            assert {w.layout.max_width for w in view.results.children} == {"320px"}
         assert seen[view.kind] == sorted(seen[view.kind])  # the bar only moves forward
 
 

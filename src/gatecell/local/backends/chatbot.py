@@ -109,12 +109,13 @@ def answer(
     system: str | None = None,
     max_tokens: int | None = None,
     attached: Sequence[Sequence[Any]] = (),
+    name: str = "local-chat",
 ) -> Generated:
     """Reply to a conversation; `max_tokens` cuts the reply and sets finish_reason "length".
     ``attached`` holds the pictures and documents of each turn (`vision.read`), in step
-    with ``turns``."""
+    with ``turns``; ``name`` is the model's, as it introduces itself."""
     system = system_of(turns, system)
-    return cut(compose(turns, system, attached), turns, system, max_tokens)
+    return cut(compose(turns, system, attached, name), turns, system, max_tokens)
 
 
 def system_of(turns: list[Turn], system: str | None) -> str:
@@ -132,7 +133,9 @@ def cut(text: str, turns: list[Turn], system: str, max_tokens: int | None) -> Ge
     return Generated(tokens, finish, prompt_tokens)
 
 
-def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[Any]] = ()) -> str:
+def compose(
+    turns: list[Turn], system: str | None, attached: Sequence[Sequence[Any]] = (), name: str = "local-chat"
+) -> str:
     """The full reply text before any max_tokens cut. Pictures or documents in the last user
     turn are what it answers about (`vision.account`); those of earlier turns are mentioned
     when no rule answers the question."""
@@ -148,10 +151,10 @@ def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[A
         if question:
             reply = f"You asked: “{_quoted(question)}”\n\n{reply}"
         return _styled(reply, system or "")
-    found = _respond(question, history)
+    found = _respond(question, history, name)
     if found is not None:
         return _styled(found, system or "")
-    reply = _describe(question, history, system or "")
+    reply = _describe(question, history, system or "", name)
     if before:
         from .vision import account
 
@@ -162,15 +165,15 @@ def compose(turns: list[Turn], system: str | None, attached: Sequence[Sequence[A
 # -- rules, tried in order -------------------------------------------------------------
 
 
-def _respond(question: str, history: list[Turn]) -> str | None:
+def _respond(question: str, history: list[Turn], name: str = "local-chat") -> str | None:
     """The first rule's answer; None when no rule answers (then `_describe`)."""
     if not question:
         return "I did not receive a question. Send a user message and I will answer it."
-    for rule in (_code, _arithmetic, _count, _echo, _classify, _name, _canned):
+    for rule in (_code, _echo, _arithmetic, _count, _classify, _name):  # repeating wins
         reply = rule(question, history)
         if reply:
             return reply
-    return None
+    return next((reply.format(name=name) for pattern, reply in _CANNED if pattern.search(question)), None)
 
 
 _WORD_OPS = [
@@ -269,7 +272,7 @@ def _count(question: str, history: list[Turn]) -> str | None:
 
 def _echo(question: str, history: list[Turn]) -> str | None:
     match = re.match(
-        r"^\s*(?:please\s+)?(?:say|repeat(?: after me)?|echo|reply with|respond with|answer with)"
+        r"^\s*(?:please\s+)?(?:say|repeat(?: after me)?|echo|quote|reply with|respond with|answer with)"
         r"(?:\s+(?:exactly|only|just))?\s*[:,]?\s*(.+)$",
         question,
         re.I | re.S,
@@ -309,24 +312,47 @@ def _code(question: str, history: list[Turn]) -> str | None:
 _CLASSIFY = re.compile(r"\bclassify\b[^:\n]{0,200}?\bas ([^:\n]{1,200}):", re.I)
 _NOT_LABELS = frozenset("or one of either and the a an".split())
 POSITIVE = frozenset(
-    "good great love loved lovely excellent amazing wonderful perfect happy best fantastic nice works "
-    "recommend delightful superb".split()
+    "good great love loved loves lovely excellent amazing wonderful perfect happy best fantastic nice works "
+    "recommend recommended delightful superb sturdy reliable solid easy comfortable pleased satisfied "
+    "glad brilliant impressed beautiful".split()
 )
+# Plain dislike and what customers complain of: it broke, it is a waste, it went back.
 NEGATIVE = frozenset(
     "bad terrible hate hated awful broken worst poor disappointing disappointed refund useless slow "
-    "never rude".split()
+    "rude broke breaks waste wasted junk garbage defective faulty flimsy leaks leaking leaked stopped "
+    "died dead crashed crashes cracked damaged returned unusable overpriced horrible mediocre annoying "
+    "frustrating regret complaint problem problems issue issues avoid scam fails failed".split()
 )
+# A word that turns the next few round ("not good", "never works", "no problems").
+NEGATIONS = frozenset(
+    "not no never nothing hardly without don't doesn't didn't isn't wasn't aren't won't can't couldn't "
+    "wouldn't dont doesnt didnt isnt wasnt cant wont".split()
+)
+_REACH = 3  # how many words after a negation it may turn
 _WORD = re.compile(r"[a-z']+")
 
 
 def words_of(text: str) -> list[str]:
     """The lower-case words of `text` (letters and apostrophes)."""
-    return _WORD.findall(text.lower())
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
 def sentiment(words: list[str]) -> int:
-    """Positive words of the small lexicon minus negative ones: > 0 positive, < 0 negative."""
-    return sum(w in POSITIVE for w in words) - sum(w in NEGATIVE for w in words)
+    """Positive words of the small lexicon minus negative ones, each turned round by a
+    negation up to three words before it ("not bad" is positive, "never works" negative):
+    > 0 positive, < 0 negative. A "never" that turns nothing counts as negative."""
+    score, reach, never = 0, 0, False
+    for word in words:
+        if word in NEGATIONS:
+            score -= never  # the "never" before turned nothing
+            reach, never = _REACH, word == "never"
+            continue
+        value = (word in POSITIVE) - (word in NEGATIVE)
+        if value and reach:
+            value, reach, never = -value, 0, False
+        reach = max(reach - 1, 0)
+        score += value
+    return score - never
 
 
 def pick_label(labels: list[str], text: str) -> str | None:
@@ -370,7 +396,7 @@ def _name(question: str, history: list[Turn]) -> str | None:
     return None
 
 
-# Fixed replies: (pattern searched in the question, reply).
+# Fixed replies: (pattern searched in the question, reply with the model's {name}).
 _CANNED = [
     (
         # Punctuation, then at most one short word and punctuation: the two punctuation runs must
@@ -379,20 +405,16 @@ _CANNED = [
             r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b[\s!.,?]*(?:\w{1,12}[\s!.?]*)?$",
             re.I,
         ),
-        "Hello! I am local-chat, the offline stand-in model of gatecell's embedded gateway. "
+        "Hello! I am {name}, the offline stand-in model of gatecell's embedded gateway. "
         "Ask me some arithmetic, to count, or to repeat something, and I will answer exactly.",
     ),
     (
         re.compile(r"\b(who|what) are you\b|\bwhich model\b|\bwhat model\b", re.I),
-        "I am local-chat, a deterministic, rule-based stand-in that runs inside gatecell's "
+        "I am {name}, a deterministic, rule-based stand-in that runs inside gatecell's "
         "local gateway with no network and no key. I am not a language model: point gatecell "
         "at a real gateway (GATECELL_BASE_URL and GATECELL_API_KEY) for real answers.",
     ),
 ]
-
-
-def _canned(question: str, history: list[Turn]) -> str | None:
-    return next((reply for pattern, reply in _CANNED if pattern.search(question)), None)
 
 
 STOP_WORDS = frozenset(
@@ -426,7 +448,7 @@ def _quoted(question: str) -> str:
     return " ".join(words[:24]) + (" …" if len(words) > 24 else "")
 
 
-def _describe(question: str, history: list[Turn], system: str) -> str:
+def _describe(question: str, history: list[Turn], system: str, name: str = "local-chat") -> str:
     words = question.split()
     quote = _quoted(question)
     kind = (
@@ -440,8 +462,7 @@ def _describe(question: str, history: list[Turn], system: str) -> str:
     lines = [
         f"{opener}: “{quote}”",
         "",
-        "I am local-chat, gatecell's offline stand-in model, so I cannot really answer that. "
-        "What I can tell:",
+        f"I am {name}, gatecell's offline stand-in model, so I cannot really answer that. What I can tell:",
         "",
         f"- it is {kind} of {len(words)} word{'s' if len(words) != 1 else ''}",
     ]

@@ -40,7 +40,7 @@ def think(
     `wanted` or the prompt asks: see `typed.answer`) and explain the route taken; `effort`
     must be a key of EFFORTS (default medium)."""
     effort = effort or "medium"
-    reply = answer(turns, instructions, max_tokens, wanted, attached)
+    reply = answer(turns, instructions, max_tokens, wanted, attached, "local-reasoner")
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     words = len(question.split())
     steps = [f"Read the question ({words} word{'s' if words != 1 else ''})."]

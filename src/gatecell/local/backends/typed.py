@@ -135,10 +135,11 @@ def answer(
     max_tokens: int | None = None,
     wanted: Wanted | None = None,
     attached: Sequence[Sequence[Any]] = (),
+    name: str = "local-chat",
 ) -> Generated:
-    """`chatbot.answer` (with the pictures and documents ``attached`` to the turns), unless the
-    request (`wanted`) or its prompt (the instruction) asks for a typed answer: then that, as
-    JSON text (or a bare label)."""
+    """`chatbot.answer` (with the pictures and documents ``attached`` to the turns, by the
+    model ``name``), unless the request (`wanted`) or its prompt (the instruction) asks for a
+    typed answer: then that, as JSON text (or a bare label)."""
     system = chatbot.system_of(turns, system)
     question = next((text for role, text in reversed(turns) if role == "user"), "")
     found = instructed(question)
@@ -146,12 +147,12 @@ def answer(
     found = found or (instructed(system) if system else None)
     if wanted is None or (wanted.schema is None and not wanted.labels and found is not None):
         if found is None:
-            return chatbot.answer(turns, system, max_tokens, attached)
+            return chatbot.answer(turns, system, max_tokens, attached, name)
         wanted = Wanted(found.json_schema, found.labels)
     if wanted.labels:
         text = chatbot.pick_label(list(wanted.labels), prompt) or wanted.labels[0]
     elif wanted.schema is None:  # JSON mode with no schema: the plain reply, as JSON
-        text = json.dumps({"answer": chatbot.compose(turns, "", attached)}, ensure_ascii=False)
+        text = json.dumps({"answer": chatbot.compose(turns, "", attached, name)}, ensure_ascii=False)
     else:
         text = json.dumps(fill(wanted.schema, prompt), ensure_ascii=False)
     return chatbot.cut(text, turns, system, max_tokens)

@@ -17,6 +17,7 @@ its pictures as thumbnails made from their own bytes, its documents as chips.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 import threading
@@ -27,7 +28,7 @@ import ipywidgets as widgets
 
 from ._base import Panel, button, panel_error, start_thread, text_html
 
-__all__ = ["Attachments", "content_html"]
+__all__ = ["Attachments", "content_html", "upload_limit"]
 
 _NAME_CHARS = 120  # of a file name shown and sent; a name is a label, not a payload
 
@@ -36,7 +37,9 @@ class Attachments:
     """The attach button of a panel and the files waiting to go with its next message.
 
     ``upload`` (the button) and ``row`` (the files waiting, each with a Remove button) are
-    the widgets a panel places. `take` hands the files to a message, `put_back` returns
+    the widgets a panel places. The files come through the button's value, or (in a panel with
+    a `keyed` listener, which opens the chooser itself) through `receive`; `too_big` says
+    why files over ``limit`` bytes did not. `take` hands the files to a message, `put_back` returns
     them when the message is taken back.
 
     **Parameters:**
@@ -56,12 +59,27 @@ class Attachments:
         self._unread = 0  # uploads whose files are still being read
         self._showing = threading.Lock()  # one update of the row at a time, each from the latest items
         self._shown: dict[int, tuple[Any, widgets.Widget]] = {}  # id(item) -> (item, its widget)
-        accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
+        self.accept = ",".join(["image/*", *sorted(FILE_SUFFIXES)])
+        self.limit = upload_limit()
+        """The most bytes the browser sends at once (`upload_limit`)."""
         self.upload = widgets.FileUpload(
-            accept=accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
+            accept=self.accept, multiple=True, description="Attach", icon="paperclip", tooltip="attach files"
         ).add_class("gatecell-attach")
         self.upload.observe(self._uploaded, "value")
         self.row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap")).add_class("gatecell-attachments")
+
+    def too_big(self, files: list[tuple[str, int]]) -> None:
+        """Files picked in the browser, by name and size, too big to come: over the Jupyter
+        server's websocket message limit, which drops such a message without a word. The
+        status says so, and how to raise the limit."""
+        over = [(name, size) for name, size in files if size > self.limit]
+        name, size = over[0] if over else (f"{_count(len(files))} together", sum(s for _, s in files))
+        self._panel.show_error(
+            f"not attached: {_file_name(name) or 'a file'} ({_megabytes(size)}) is over the Jupyter "
+            f"server's websocket message limit ({_megabytes(self.limit)}), so the browser cannot send it; "
+            "raise it (jupyter lab --ServerApp.tornado_settings=\"{'websocket_max_message_size': "
+            '104857600}", voila --Voila.tornado_settings=...) and set GATECELL_UPLOAD_MAX_BYTES to match'
+        )
 
     @property
     def items(self) -> tuple[Any, ...]:
@@ -89,10 +107,12 @@ class Attachments:
         self._show()
 
     def remove(self, item: Any) -> None:
-        """Let a file wait no more (its Remove button)."""
+        """Let a file wait no more (its Remove button); the status says what still waits."""
         with self._lock:
             self._items = [i for i in self._items if i is not item]
+            left = len(self._items)
         self._show()
+        self._panel.show_info(_waiting_line(left) if left else "nothing attached")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the files the browser sent are read (for scripts and tests)."""
@@ -103,12 +123,18 @@ class Attachments:
         return not self.reading
 
     def _uploaded(self, change: dict[str, Any]) -> None:
-        # Runs in the kernel's message handler: take the files and return at once. Emptying
-        # the button's value lets the same file be attached again.
-        files = [(f.get("name"), f.get("content")) for f in change["new"]]
+        # Runs in the kernel's message handler: take the files and return at once. The button's
+        # value becomes the files waiting, without their bytes (`_show`): the button counts
+        # them, and the same file can be attached again.
+        files = [(f.get("name"), f.get("content")) for f in change["new"] if f.get("type") != _WAITING]
+        if files:
+            self.upload.value = ()
+            self.receive(files)
+
+    def receive(self, files: list[tuple[Any, Any]]) -> None:
+        """Files from the browser, as (name, bytes): read in a thread of their own."""
         if not files:
             return
-        self.upload.value = ()
         self._panel.show_info(f"reading {_count(len(files))}…")
         with self._lock:
             self._unread += 1
@@ -144,18 +170,19 @@ class Attachments:
                 more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
                 self._panel.show_error(f"not attached: {refused[0]}{more}")
             else:
-                goes = "it goes" if read == 1 else "they go"
-                self._panel.show_info(f"{_count(read)} attached: {goes} with the next message")
+                self._panel.show_info(_waiting_line(read))
             self._on_change()
 
     def _show(self) -> None:
-        """The row shows the files waiting; a file's thumbnail is made once."""
+        """The row shows the files waiting (a file's thumbnail is made once), and the button
+        counts them: its value lists them by name and size, with no bytes."""
         with self._showing:
             with self._lock:
                 items = list(self._items)
             shown = {id(item): self._shown.get(id(item)) or (item, self._waiting(item)) for item in items}
             self._shown = shown
             self.row.children = tuple(widget for _, widget in shown.values())
+            self.upload.value = tuple(_placeholder(item) for item in items)
 
     def _waiting(self, item: Any) -> widgets.Widget:
         from gatecell.notebook.display import attachment_html
@@ -169,8 +196,40 @@ class Attachments:
         ).add_class("gatecell-attachment")
 
 
+def upload_limit() -> int:
+    """The most bytes the browser sends at once: a Jupyter server's websocket message limit,
+    10 MiB unless raised (``GATECELL_UPLOAD_MAX_BYTES``)."""
+    from gatecell.wire.transport.settings import env_number
+
+    return env_number(None, "GATECELL_UPLOAD_MAX_BYTES", 10 * 2**20)
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
 def _count(n: int) -> str:
     return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _waiting_line(n: int) -> str:
+    return f"{_count(n)} attached: {'it goes' if n == 1 else 'they go'} with the next message"
+
+
+_WAITING = "application/x-gatecell-waiting"  # the type of a file the button lists as waiting
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
+
+
+def _placeholder(item: Any) -> dict[str, Any]:
+    """A file waiting, as the button's value lists it: its name and size, no bytes."""
+    size = len(item.data) if item.data else 0
+    return {
+        "name": item.name or item.description,
+        "type": _WAITING,
+        "size": size,
+        "content": b"",
+        "last_modified": _EPOCH,
+    }
 
 
 def _file_name(name: Any) -> str | None:

@@ -30,6 +30,7 @@ __all__ = [
     "list_models",
     "listed_values",
     "button",
+    "keyed",
     "media_widget",
     "model_ids",
     "prompt_box",
@@ -155,9 +156,14 @@ def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     return thread
 
 
+PICTURE_WIDTH = "320px"
+"""The widest a panel shows a picture it made (the notebook's outputs allow more)."""
+
+
 def media_widget(media: Any) -> widgets.Widget:
     """An Image, Audio or Video widget for fetched media, of the type `media_type` settles
-    (never a gateway's header as it came); a link when only a web URL came back."""
+    (never a gateway's header as it came), a picture at most `PICTURE_WIDTH` wide; a link
+    when only a web URL came back."""
     from gatecell.notebook.display import media_type
     from gatecell.notebook.markdown import link_allowed
 
@@ -167,7 +173,10 @@ def media_widget(media: Any) -> widgets.Widget:
     if data and major in ("image", "audio", "video"):
         cls = {"image": widgets.Image, "audio": widgets.Audio, "video": widgets.Video}[major]
         kwargs = {} if major == "image" else {"autoplay": False, "loop": False}
-        return cls(value=data, format=sub, **kwargs).add_class(f"gatecell-result-{major}")
+        view = cls(value=data, format=sub, **kwargs).add_class(f"gatecell-result-{major}")
+        if major == "image":
+            view.layout.max_width = PICTURE_WIDTH
+        return view
     if data:
         return widgets.HTML(f"<i>{len(data):,} bytes of a type gatecell does not show</i>")
     url = getattr(media, "url", None)
@@ -181,6 +190,23 @@ def prompt_box(placeholder: str) -> widgets.Textarea:
     """The full-width text box every panel reads its prompt from."""
     box = widgets.Textarea(placeholder=placeholder, layout=widgets.Layout(width="100%"))
     return box.add_class("gatecell-prompt")
+
+
+def keyed(box: widgets.Textarea, action: Callable[[], object], attachments: Any = None) -> widgets.Widget:
+    """The invisible widget that runs ``action`` when ``box`` (a prompt box of the panel it is
+    placed in) gets Ctrl+Enter or Shift+Enter, the box first taking the text the browser had;
+    and hands the files picked with the panel's Attach button to ``attachments`` (`_attach`)."""
+    from ._keys import Listener
+
+    def send(text: str) -> None:
+        box.value = text
+        action()
+
+    if attachments is None:
+        return Listener(send)
+    return Listener(
+        send, attachments.receive, attachments.too_big, accept=attachments.accept, limit=attachments.limit
+    )
 
 
 def button(

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gatecell.notebook.display import limit_note
+
 from ._base import panel_error, start_thread
 
 if TYPE_CHECKING:
@@ -90,7 +92,8 @@ class LiveReply:
 
     `on_done(reply)` runs exactly once: when the stream ends, fails, or `stop()` is called
     (then in the caller's thread, at once). Timing and usage are kept for the panels' stats:
-    `latency` (request to last fragment), `ttft` (request to first text), `usage`.
+    `latency` (request to last fragment), `ttft` (request to first text), `usage`; and
+    `reasoning` (a summary the model sent) and `cut` (a reply its max tokens ended).
     """
 
     def __init__(
@@ -109,6 +112,10 @@ class LiveReply:
         self.stopped = False
         self.done = False
         self.usage: Any = None
+        self.reasoning: str | None = None
+        """The reasoning summary or thinking the stream carried, if any."""
+        self.cut: str | None = None
+        """Why the reply is cut short when its finish reason says it hit max tokens (`limit_note`)."""
         self.started = 0.0
         self.first_text_at: float | None = None
         self.ended: float | None = None
@@ -186,6 +193,8 @@ class LiveReply:
                 self.text += fragment
                 self._render.push(self.text)
             self.usage = getattr(stream, "usage", None)
+            self.reasoning = getattr(stream, "reasoning", None)
+            self.cut = limit_note(stream)
         except Exception as err:  # shown in the panel; a thread has nobody to raise to
             if not self.stopped:
                 self.error = panel_error(err, self.gateway)

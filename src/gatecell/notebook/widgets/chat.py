@@ -36,7 +36,7 @@ from gatecell.wire.transport.errors import echo
 from gatecell.wire.util._text import joined
 
 from ._attach import Attachments, content_html
-from ._base import Panel, button, follower, prompt_box, text_html
+from ._base import Panel, button, follower, keyed, prompt_box, text_html
 from ._live import LiveReply
 
 if TYPE_CHECKING:
@@ -79,9 +79,14 @@ def sampling(temperature: float, top_p: float, max_tokens: str) -> dict[str, Any
         fields["top_p"] = top_p
     text = str(max_tokens).strip()
     if text and text != "0":
-        if not text.isdigit():
-            raise ValueError(f"max tokens must be a whole number (empty: no limit), not {echo(text)}")
-        fields["max_tokens"] = int(text)
+        try:
+            number = int(text)
+        except ValueError:
+            number = None
+        if number is None or number < 1:
+            rule = "be a whole number" if number is None else "be at least 1"
+            raise ValueError(f"max tokens must {rule} (empty: no limit), not {echo(text)}")
+        fields["max_tokens"] = number
     return fields
 
 
@@ -120,7 +125,7 @@ class ChatPanel(Panel):
         self.system.observe(lambda change: self._set_system(change["new"]), "value")
         self._set_system(self.system.value)
         self.transcript = widgets.VBox().add_class("gatecell-transcript")
-        self.prompt = prompt_box("Ask something, then press Send")
+        self.prompt = prompt_box("Ask something, then press Send (or Ctrl+Enter)")
         self.send_button = button("Send", "gatecell-send", self.ask, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)
         self.clear_button = button("Clear", "gatecell-clear", self.clear)
@@ -134,6 +139,7 @@ class ChatPanel(Panel):
             self.attachments.row,
             widgets.HBox([self.send_button, self.stop_button, self.clear_button, self.attachments.upload]),
             self.status,
+            keyed(self.prompt, self.ask, self.attachments),
         )
         self._bubbles: dict[int, tuple[Turn, widgets.HTMLMath]] = {}  # id(turn) -> its bubble
         self.reply: LiveReply | None = None
@@ -296,8 +302,8 @@ class ChatPanel(Panel):
             partial = reply.stopped or bool(reply.error)
             prov = {"model": model}
             asked, answered = conversation.add(prompt, reply.text, partial=partial, prov=prov)
-            note = "stopped" if reply.stopped else ("error" if reply.error else "")
-            answer.value = _bubble_html("assistant", reply.text, model, note)
+            note = "stopped" if reply.stopped else "error" if reply.error else reply.cut or ""
+            answer.value = _bubble_html("assistant", reply.text, model, note, reply.reasoning)
             self._bubbles[id(asked)], self._bubbles[id(answered)] = (asked, question), (answered, answer)
         else:  # take the turn back whole, its files too
             self.transcript.children = tuple(
@@ -313,7 +319,7 @@ class ChatPanel(Panel):
         elif reply.stopped:
             self.show_info(f"{model}: stopped")
         else:
-            self.show_info(f"{model} · {reply.summary()}")
+            self.show_info(f"{model} · {reply.summary()}" + (f" · {reply.cut}" if reply.cut else ""))
 
 
 def _refresh_after_cells(panel: ChatPanel) -> None:
@@ -348,13 +354,21 @@ def _bubble(role: str, content: Any, model: str | None = None, note: str = "") -
     return bubble.add_class(f"gatecell-{role}")
 
 
-def _bubble_html(role: str, content: Any, model: str | None = None, note: str = "") -> str:
-    """A message: the user's as typed, with thumbnails of its pictures; a reply as Markdown."""
+def _bubble_html(
+    role: str, content: Any, model: str | None = None, note: str = "", reasoning: str | None = None
+) -> str:
+    """A message: the user's as typed, with thumbnails of its pictures; a reply as Markdown,
+    its reasoning summary (if the model sent one) folded away above it, as the magics show it."""
     who = {"user": "You", "system": "System"}.get(role, model or "Assistant")
     mark = f' <i class="gatecell-note">({html.escape(note)})</i>' if note else ""
     # translucent, so that the bubbles read on a light and a dark background alike
     colour = "rgba(66,133,244,.12)" if role == "user" else "rgba(127,127,127,.1)"
     body = text_html(content, markdown=True) if role == "assistant" else content_html(content)
+    if reasoning:
+        body = (
+            '<details class="gatecell-reasoning"><summary>Reasoning summary</summary>'
+            f"{text_html(reasoning, markdown=True)}</details>{body}"
+        )
     return (
         f'<div class="{NOT_MATH}" style="background:{colour};padding:4px 8px;margin:2px 0;border-radius:6px">'
         f"<b>{html.escape(who)}</b>{mark}{body}</div>"

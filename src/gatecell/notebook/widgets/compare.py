@@ -17,7 +17,7 @@ import ipywidgets as widgets
 
 from gatecell.notebook.markdown import ALERT, MUTED
 
-from ._base import Panel, button, follower, prompt_box, text_html
+from ._base import Panel, button, follower, keyed, prompt_box, text_html
 from ._live import LiveReply, token_counts
 from .chat import sampling, sampling_controls
 
@@ -54,7 +54,7 @@ class ComparePanel(Panel):
             rows=min(max(len(ids), 2), 6),
         ).add_class("gatecell-compare-models")
         self.temperature, self.top_p, self.max_tokens = sampling_controls()
-        self.prompt = prompt_box("One prompt for every selected model")
+        self.prompt = prompt_box("One prompt for every selected model (Ctrl+Enter compares)")
         self.run_button = button("Compare", "gatecell-compare-run", self.run, primary=True)
         self.stop_button = button("Stop", "gatecell-stop", self.stop, disabled=True)
         self.columns = widgets.HBox().add_class("gatecell-compare-columns")
@@ -65,6 +65,7 @@ class ComparePanel(Panel):
             widgets.HBox([self.run_button, self.stop_button]),
             self.columns,
             self.status,
+            keyed(self.prompt, self.run),
         )
         self.replies: dict[str, LiveReply] = {}
 
@@ -136,8 +137,14 @@ class ComparePanel(Panel):
         if not self.busy:
             self.run_button.disabled, self.stop_button.disabled = False, True
             failed = [m for m, r in self.replies.items() if r.error]
+            stopped = [m for m, r in self.replies.items() if r.stopped]
+            cut = [m for m, r in self.replies.items() if r.cut]
             if failed:
                 self.show_error(f"{len(failed)} of {len(self.replies)} failed: {', '.join(failed)}")
+            elif stopped:
+                self.show_info(f"stopped: {len(stopped)} of {len(self.replies)} had not finished")
+            elif cut:
+                self.show_info(f"done; cut at the token limit: {', '.join(cut)}")
             else:
                 self.show_info("done")
 
@@ -162,6 +169,6 @@ class _Column(widgets.VBox):
         if reply.error:
             line = f'<span style="color:{ALERT}">{html.escape(reply.error)}</span>'
         else:
-            note = " (stopped)" if reply.stopped else ""
+            note = " (stopped)" if reply.stopped else f" ({reply.cut})" if reply.cut else ""
             line = f'<span style="color:{MUTED}">{html.escape(reply.summary())}{note}</span>'
         self.stats.value = line

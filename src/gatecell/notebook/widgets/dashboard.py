@@ -23,15 +23,20 @@ __all__ = ["Dashboard", "dashboard"]
 
 
 class Dashboard(widgets.VBox):
-    """A header naming the gateway, then tabs: Chat, Compare, Image, Speech, Media.
+    """A header naming the gateway (and whether it is the local one's stand-ins), then tabs:
+    Chat, Compare, Image, Speech, Media. It is for end users, Voila's as a notebook's: the
+    notice a notebook's author gets when the local gateway is chosen is not shown.
 
     The panels are attributes (``chat``, ``compare``, ``image``, ``speech``, ``media``) so
     that a notebook can drive or read them from Python.
     """
 
     def __init__(self, gateway: Gateway | AsyncGateway | None = None) -> None:
+        from gatecell.connect import is_local, quiet
+
         super().__init__()
         self.add_class("gatecell-dashboard")
+        quiet()  # its end users get the header, not the notice meant for a notebook's author
         self.gateway = gw = resolve_gateway(gateway)
         models, problem = list_models(gw)
         self.chat = ChatPanel(gw, models=models)
@@ -44,6 +49,8 @@ class Dashboard(widgets.VBox):
             children=panels, titles=("Chat", "Compare", "Image", "Speech", "Media")
         ).add_class("gatecell-tabs")
         where = redact(gw.base_url, gw.api_key)
+        if is_local(gw.base_url):
+            where += " (offline stand-in models)"
         line = problem or f"{len(models)} models"
         self.header = widgets.HTML(f"<b>gatecell</b> · {html.escape(where)} · {html.escape(line)}").add_class(
             "gatecell-header"

@@ -86,7 +86,5 @@ class ImagePanel(Panel):
 
 def _tile(media: Any, caption: str) -> widgets.Widget:
     view = media_widget(media)
-    if isinstance(view, widgets.Image):
-        view.layout.max_width = "320px"
     label = widgets.HTML(f"<small>{html.escape(caption[:80])}</small>")
     return widgets.VBox([view, label]).add_class("gatecell-image-result")

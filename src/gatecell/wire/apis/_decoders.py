@@ -25,7 +25,7 @@ from gatecell.wire.transport.errors import (
     too_large,
 )
 from gatecell.wire.transport.exchange import logger
-from gatecell.wire.transport.results import reply_reasoning, reply_text
+from gatecell.wire.transport.results import reply_finish, reply_reasoning, reply_text
 from gatecell.wire.util.secret import Secret, redact
 
 __all__ = [
@@ -289,13 +289,6 @@ class BodyDecoder(Decoder):
         if isinstance(body, dict):
             self.id, self.model = body.get("id"), body.get("model") or body.get("modelVersion")
             self.usage = body.get("usage") or body.get("usageMetadata")
-            choice = (body.get("choices") or [{}])[0] or {}
-            candidate = (body.get("candidates") or [{}])[0] or {}
-            self.finish_reason = (
-                choice.get("finish_reason")
-                or body.get("stop_reason")
-                or candidate.get("finishReason")
-                or ("stop" if body.get("status") == "completed" else None)
-            )
+            self.finish_reason = reply_finish(body)
         self.done = True
         return list(self.parts)

@@ -35,6 +35,8 @@ __all__ = [
     "sniff",
     "reply_text",
     "reply_reasoning",
+    "reply_finish",
+    "cut_by_limit",
 ]
 
 Loaded = tuple[bytes, str | None]
@@ -370,6 +372,30 @@ def reply_text(body: Any) -> str | None:
     if isinstance(body.get("output_text"), str):
         return body["output_text"]
     return None
+
+
+def reply_finish(body: Any) -> str | None:
+    """Why a reply ended, as its gateway said (``finish_reason``, ``stop_reason``,
+    ``finishReason``; a responses reply's status: "stop" when completed, the reason it is
+    incomplete, or "length"), or None."""
+    if not isinstance(body, dict):
+        return None
+    choice = (body.get("choices") or [{}])[0] or {}
+    candidate = (body.get("candidates") or [{}])[0] or {}
+    status = body.get("status")
+    incomplete = (body.get("incomplete_details") or {}).get("reason") or "length"
+    return (
+        choice.get("finish_reason")
+        or body.get("stop_reason")
+        or candidate.get("finishReason")
+        or ("stop" if status == "completed" else incomplete if status == "incomplete" else None)
+    )
+
+
+def cut_by_limit(reason: Any) -> bool:
+    """Whether a finish reason says the reply stopped at its token limit (chat's "length",
+    messages' "max_tokens", generate-content's "MAX_TOKENS")."""
+    return isinstance(reason, str) and reason.lower() in ("length", "max_tokens", "max_output_tokens")
 
 
 def reply_reasoning(body: Any) -> str | None:

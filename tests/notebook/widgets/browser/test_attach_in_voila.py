@@ -95,6 +95,8 @@ def test_an_attached_picture_is_sent_described_and_shown_and_its_name_runs_nothi
     waiting = chat.locator(".gatecell-attachments .gatecell-attachment")
     waiting.nth(1).wait_for()
     chat.locator(".gatecell-status", has_text="2 files attached").wait_for()
+    button = chat.locator(".gatecell-attach")
+    page.wait_for_function("b => b.textContent.trim() === 'Attach (2)'", arg=button.element_handle())
     ran_nothing(page, chat)
     assert waiting.nth(0).locator("figcaption").inner_text().startswith(HOSTILE + " · PNG 64x48")
     assert waiting.nth(1).locator(".gatecell-chip").inner_text() == "text file sales.csv, 32 bytes"
@@ -108,6 +110,7 @@ def test_an_attached_picture_is_sent_described_and_shown_and_its_name_runs_nothi
     assert "picture 1: PNG 64x48" in text and "mostly red (100%)" in text
     assert "north,120" in text  # the CSV went in as text
     assert waiting.count() == 0  # sent: none wait any more
+    page.wait_for_function("b => b.textContent.trim() === 'Attach (0)'", arg=button.element_handle())
 
     question = chat.locator(".gatecell-user").last
     thumbnail = question.locator("figure.gatecell-thumbnail img")
@@ -123,8 +126,12 @@ def test_remove_takes_a_file_off_and_a_refused_file_is_one_line(page, screenshot
     attach(page, chat, {"name": "blue.png", "mimeType": "image/png", "buffer": png((32, 32), (35, 105, 200))})
     waiting = chat.locator(".gatecell-attachments .gatecell-attachment")
     waiting.first.wait_for()
+    button = chat.locator(".gatecell-attach")
+    page.wait_for_function("b => b.textContent.trim() === 'Attach (1)'", arg=button.element_handle())
     waiting.first.locator("button.gatecell-attachment-remove").click()
     waiting.first.wait_for(state="detached")
+    chat.locator(".gatecell-status", has_text="nothing attached").wait_for()  # not "1 file attached"
+    page.wait_for_function("b => b.textContent.trim() === 'Attach (0)'", arg=button.element_handle())
 
     attach(
         page,
@@ -167,3 +174,29 @@ def test_a_panel_sharing_the_conversation_shows_the_picture_a_cell_sent(page):
     shared.locator(
         ".gatecell-assistant", has_text="Earlier in this conversation you sent 1 picture."
     ).wait_for()
+
+
+def test_a_file_over_the_servers_message_limit_is_one_line_and_attach_keeps_working(page):
+    """A Jupyter server drops a websocket message over its limit (10 MiB unless raised) without
+    a word, and ipywidgets then sends nothing more from that button: the panel hears the file's
+    size first, says so in one line, and gets a fresh button."""
+    chat = page.locator(".gatecell-dashboard .gatecell-chat")
+    big = png((32, 32), (200, 30, 30)) + bytes(12 * 2**20)
+    attach(page, chat, {"name": "huge.png", "mimeType": "image/png", "buffer": big})
+    status = chat.locator(".gatecell-status.gatecell-error")
+    status.wait_for()
+    line = status.inner_text()
+    assert line.startswith(
+        "not attached: huge.png (12.0 MiB) is over the Jupyter server's websocket message limit"
+    )
+    assert "websocket_max_message_size" in line and "GATECELL_UPLOAD_MAX_BYTES" in line and "\n" not in line
+    waiting = chat.locator(".gatecell-attachments .gatecell-attachment")
+    assert waiting.count() == 0
+    attach(
+        page, chat, {"name": "after.png", "mimeType": "image/png", "buffer": png((40, 30), (35, 105, 200))}
+    )
+    waiting.first.wait_for()
+    chat.locator(".gatecell-status", has_text="1 file attached").wait_for()
+    chat.locator(".gatecell-prompt textarea").fill("And this one?")
+    chat.locator("button.gatecell-send").click()
+    chat.locator(".gatecell-assistant", has_text="picture 1: PNG 40x30").wait_for()

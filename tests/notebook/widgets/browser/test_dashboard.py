@@ -36,6 +36,15 @@ def open_tab(page, title: str) -> None:
     page.locator(".gatecell-tabs .lm-TabBar-tab", has_text=title).click()
 
 
+def test_end_users_see_the_dashboard_not_the_authors_instructions(page):
+    shown = page.locator("body").inner_text()
+    assert "gatecell dashboard" in shown and "Chat, compare models side by side" in shown
+    for instruction in ("voila notebooks/dashboard.ipynb", "GATECELL_API_KEY", "%config", "import gatecell"):
+        assert instruction not in shown
+    header = page.locator(".gatecell-header").inner_text()
+    assert "(offline stand-in models)" in header  # what the local gateway's notice told the author
+
+
 def test_chat_reply_streams_into_the_panel(page, screenshots):
     chat = page.locator(".gatecell-chat")
     chat.locator(".gatecell-prompt textarea").fill("My name is Ada.")
@@ -95,6 +104,24 @@ FIRST_VISIBLE = """() => {
 
 def lines(n: int, word: str) -> str:
     return "repeat after me: " + "\n\n".join(f"{word} {i}" for i in range(1, n + 1))
+
+
+def test_ctrl_enter_and_shift_enter_send_from_the_keyboard(page):
+    chat = page.locator(".gatecell-chat")
+    box = chat.locator(".gatecell-prompt textarea")
+    box.fill("What is 6 times 7?")
+    box.press("Control+Enter")
+    chat.locator(".gatecell-assistant", has_text="6 * 7 = 42").wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    assert box.input_value() == ""  # sent, not a new line
+    box.fill("What is 5 times 5?")
+    box.press("Shift+Enter")
+    chat.locator(".gatecell-assistant", has_text="5 * 5 = 25").wait_for()
+    chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+    box.fill("line one")
+    box.press("Enter")  # a plain Enter is a new line, as in any text box
+    assert box.input_value() == "line one\n"
+    box.fill("")
 
 
 def test_a_reply_renders_as_markdown(page, screenshots):
