@@ -26,6 +26,8 @@ _LAZY = {
     "StreamTimeoutError": "gatecell.wire.errors",
     "JobError": "gatecell.wire.errors",
     "logs": "gatecell.store",
+    "tool": "gatecell.tools",
+    "Toolbox": "gatecell.tools",
 }
 
 __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from gatecell.gateway import AsyncGateway, Gateway
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
+    from gatecell.tools import Toolbox, tool
     from gatecell.wire.errors import (
         APIConnectionError,
         APIError,

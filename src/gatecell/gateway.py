@@ -180,6 +180,12 @@ class _Client:
         twin._send = twin._sender(twin._http)
         return twin
 
+    def _chain(self, fields: dict[str, Any]) -> Any:
+        """``tools=`` and its options, taken out of ``fields``: a `gatecell.tools.Chain`."""
+        from gatecell.tools.loop import OPTIONS, Chain
+
+        return Chain.of({name: fields.pop(name) for name in OPTIONS if name in fields})
+
     def _target(self, base_url: str, local: bool) -> None:
         self.journal.gateway = LOCAL if local else root_url(base_url.partition("?")[0])
         self.usage_known = local  # the local gateway reports usage on streams when asked

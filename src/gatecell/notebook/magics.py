@@ -443,7 +443,7 @@ class GatecellMagics(Magics):
 
             show_prompt(sent)
         stream = not ns.no_stream and not typed  # a typed answer is read whole
-        sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
+        sampling: dict[str, Any] = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         result: Any = self.session.gateway.converse(
             api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {})
         )

@@ -55,6 +55,7 @@ __all__ = [
     "Close",
     "Sleep",
     "Wait",
+    "Effect",
     "Pending",
     "Command",
     "Call",
@@ -141,7 +142,19 @@ class Wait:
         return f"Wait({self.pending!r})"
 
 
-Command = Send | Read | Close | Sleep | Wait
+class Effect:
+    """Work beyond the wire that a program asks of its driver (the tool loop's: run the
+    model's calls, read a stream through): ``run()`` under the sync driver, ``arun()`` awaited
+    under the async one; the program is sent what they return."""
+
+    def run(self) -> Any:
+        raise NotImplementedError
+
+    async def arun(self) -> Any:
+        raise NotImplementedError
+
+
+Command = Send | Read | Close | Sleep | Wait | Effect
 Program = Generator[Command, Any, T]
 
 
