@@ -268,7 +268,7 @@ class Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Role
     # SPEC 2.2: a string; or content parts (WIRE-NOTES); none beside an assistant's tool calls
-    content: str | list[Any] | None
+    content: str | list[Any] | None = None
 
     @field_validator("content", mode="before")
     @classmethod

@@ -49,6 +49,8 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
 MAX_PIXELS = 16_000_000  # a picture larger than this is described from its header only
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
 _MAX_PAGES = 200  # of a PDF whose text is counted
+_TOOL_PARTS = ("tool_use", "tool_result")
+_TOOL_KEYS = {"functionCall", "functionResponse"}
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
@@ -56,6 +58,8 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
     was (``[picture 1]``, ``[document 1]``), and those pictures and documents, in order."""
     if isinstance(content, str):
         return content, []
+    if content is None:  # an assistant's turn of tool calls only
+        return "", []
     if not isinstance(content, list):
         raise Refused(f"message content must be a string or a list of parts, got {type(content).__name__}")
     texts: list[str] = []
@@ -74,6 +78,8 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
             label = "picture" if item.kind == "image" else "document"
             counts[label] += 1
             texts.append(f"[{label} {counts[label]}]")
+        elif isinstance(item, dict) and (item.get("type") in _TOOL_PARTS or _TOOL_KEYS & item.keys()):
+            continue  # a tool's call or result: `tool_calls` reads those
         else:
             kind = item.get("type") if isinstance(item, dict) else None
             raise Refused(
