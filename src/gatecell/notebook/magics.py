@@ -49,6 +49,7 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
             *("image", "last_plot", "file", "as_text"),
             "cache",
             *("over", "jobs", "rpm", "tpm", "schema", "choices"),
+            *("tools", "mcp", "yes", "max_rounds"),
         ),
     ),
     "reason": (
@@ -93,6 +94,8 @@ HELP = """gatecell magics (each takes --help):
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
   Pictures and files: {fig} puts a figure, an image or an array in the prompt; --image PATH|URL|VAR,
   --last-plot (the last picture shown), --file PATH (text, or a PDF; --as-text sends its text).
+  Tools: %%chat --tools f,g offers your functions to the model (--mcp NAME an MCP server's); each
+  call is asked about first (not with --yes, safe=True, %config Gatecell.approve_tools = False).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
@@ -363,10 +366,31 @@ class GatecellMagics(Magics):
         elif self.defaults.system and not conv.turns:
             conv.set_system(self.defaults.system)
         model = ns.model or self.defaults.model
+        tools = self._tools(ns)
         with self._serving(ns, model, "model"):
             return self._converse(
-                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv, typed=typed
+                ns,
+                prompt,
+                conv.messages(prompt),
+                model,
+                ns.api or self.defaults.api,
+                conv=conv,
+                typed=typed,
+                tools=tools,
             )
+
+    def _tools(self, ns: argparse.Namespace) -> dict[str, Any] | None:
+        """``--tools``, ``--mcp``, ``--yes``, ``--max-rounds``: the chain's options, checked
+        before anything is sent (see `tooling`)."""
+        if not ns.tools and not ns.mcp:
+            return None
+        from .tooling import asker, tools_named
+
+        given = tools_named(ns.tools or "", self.namespace)
+        options: dict[str, Any] = {"tools": given, "approve": asker(ns.yes, self.defaults.approve_tools)}
+        if ns.max_rounds is not None:
+            options["max_rounds"] = ns.max_rounds
+        return options
 
     def _over(self, ns: argparse.Namespace, template: str, typed: dict[str, Any]) -> Any:
         """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
@@ -431,6 +455,7 @@ class GatecellMagics(Magics):
         conv: Any = None,
         effort: str | None = None,
         typed: dict[str, Any] | None = None,
+        tools: dict[str, Any] | None = None,
     ) -> Any:
         from gatecell.wire.errors import StreamError
 
@@ -444,12 +469,16 @@ class GatecellMagics(Magics):
             show_prompt(sent)
         stream = not ns.no_stream and not typed  # a typed answer is read whole
         sampling: dict[str, Any] = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
-        result: Any = self.session.gateway.converse(
-            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {})
-        )
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
+        if tools is not None:  # the chain's result comes whole; its text and calls show as they come
+            from .tooling import ToolLines
+
+            tools = {**tools, "on_event": ToolLines(live.rich, live.append)}
+        result: Any = self.session.gateway.converse(
+            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {}), **(tools or {})
+        )
         error: BaseException | None = None
-        if stream:
+        if stream and tools is None:
             try:
                 for fragment in result:
                     live.append(fragment)
@@ -475,6 +504,8 @@ class GatecellMagics(Magics):
             note = f"{what}: partial reply" + (
                 f", kept in conversation '{conv.name}'" if conv is not None and text else ""
             )
+        if tools is not None and result.tool_calls.stopped:
+            note = result.tool_calls.stopped
         aside = ("Reasoning summary", reasoning) if reasoning else None
         shown = text
         if typed:

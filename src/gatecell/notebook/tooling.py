@@ -1,0 +1,107 @@
+"""``%%chat --tools f,g`` (and ``--mcp NAME``, ``--yes``): the tools named in the notebook,
+each call shown as one line in the cell as it happens, and the user's say before it runs.
+
+A line reads ``→ order_status(order_id='A-1027')  ✓ 0.01 s``, the result folded under it
+(``✗`` and the one-line error when it failed); everything a model or a tool sent is
+HTML-escaped. A call runs only after the user says yes (``run …? [y/N]`` on the cell's input),
+unless ``--yes``, the tool is ``safe=True`` (and not an MCP tool), or
+``%config Gatecell.approve_tools = False``; a frontend that cannot ask (nbconvert, voilà)
+denies, and the line says to use ``--yes``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import html
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import StdinNotImplementedError, UsageError
+
+__all__ = ["tools_named", "ToolLines", "asker"]
+
+
+def tools_named(names: str, namespace: dict[str, Any]) -> list[Any]:
+    """The functions, lists and `Toolbox` objects ``names`` (comma separated) name in the
+    notebook; an unknown or unfit name is one line, before anything is sent."""
+    from gatecell.tools import as_tools
+    from gatecell.wire.errors import InvalidRequest
+
+    found = []
+    for name in (n.strip() for n in names.split(",")):
+        if not name:
+            continue
+        if name not in namespace:
+            raise UsageError(f"%chat --tools: no function {name!r} in the notebook")
+        found.append(namespace[name])
+    try:
+        as_tools(found)
+    except InvalidRequest as exc:
+        raise UsageError(f"%chat --tools: {exc.message}") from None
+    return found
+
+
+def asker(yes: bool, approve_tools: bool) -> Callable[[Any], bool]:
+    """The notebook's say on each call (see the module). ``input`` is looked up when asking:
+    a kernel puts its own in place while a cell runs."""
+
+    def approve(call: Any) -> bool:
+        tool = call.tool
+        if yes or (tool is not None and not tool.ask and (tool.safe or not approve_tools)):
+            return True
+        try:
+            answer = builtins.input(f"run {call.line()}? [y/N] ")
+        except (StdinNotImplementedError, EOFError):
+            print(f"→ {call.line()}: this frontend cannot ask, so it is denied (--yes allows every call)")
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+class ToolLines:
+    """Shows each call as one line, updated in place when it ends (rich), or printed once it
+    ended (text); text pieces of a streamed answer go to ``on_text``."""
+
+    def __init__(self, rich: bool, on_text: Callable[[str], Any]) -> None:
+        self.rich = rich
+        self.on_text = on_text
+        self._handles: dict[int, Any] = {}
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, str):
+            self.on_text(event)
+            return
+        ended = bool(event.output) or event.error is not None
+        if not self.rich:
+            if ended:
+                print(line_text(event))
+            return
+        from IPython.display import display
+
+        shown = {"text/html": line_html(event), "text/plain": line_text(event)}
+        handle = self._handles.get(id(event))
+        if handle is None:
+            self._handles[id(event)] = display(shown, raw=True, display_id=True)
+        else:
+            handle.update(shown, raw=True)
+
+
+def _status(call: Any) -> str:
+    if call.error is not None:
+        return f"✗ {call.error}"
+    if call.output:
+        return f"✓ {call.seconds:.2f} s"
+    return "…"
+
+
+def line_text(call: Any) -> str:
+    return f"→ {call.line()}  {_status(call)}"
+
+
+def line_html(call: Any) -> str:
+    line = html.escape(line_text(call))
+    if call.error is None and call.output:
+        result = html.escape(call.output)
+        return f"<details><summary><code>{line}</code></summary><pre>{result}</pre></details>"
+    return f"<div><code>{line}</code></div>"
