@@ -184,7 +184,9 @@ class _Client:
         """``tools=`` and its options, taken out of ``fields``: a `gatecell.tools.Chain`."""
         from gatecell.tools.loop import OPTIONS, Chain
 
-        return Chain.of({name: fields.pop(name) for name in OPTIONS if name in fields})
+        chain = Chain.of({name: fields.pop(name) for name in OPTIONS if name in fields})
+        chain.log = self.journal.tool_call
+        return chain
 
     def _target(self, base_url: str, local: bool) -> None:
         self.journal.gateway = LOCAL if local else root_url(base_url.partition("?")[0])

@@ -66,9 +66,11 @@ from .records import (
     ExchangeEntry,
     JobEntry,
     PricesEntry,
+    ToolCallEntry,
     exchange_row,
     iso,
     job_row,
+    tool_call_row,
     usage_counts,
 )
 from .schema import migrate
@@ -82,6 +84,12 @@ _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
+# A tool call's exchange: the one logged at the time it names, on its gateway (written first).
+_TOOL_CALL = (
+    "INSERT INTO tool_calls (time, exchange_id, chain, round, call_id, name, arguments_json, result, error, "
+    "approved, seconds, conversation, notebook) VALUES (?, (SELECT max(id) FROM exchanges WHERE time = ? "
+    "AND gateway IS ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _ROWS_PER_INSERT = 999 // len(EXCHANGE_COLUMNS)  # within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
@@ -153,7 +161,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
-Entry = ExchangeEntry | JobEntry | PricesEntry
+Entry = ExchangeEntry | JobEntry | PricesEntry | ToolCallEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -330,6 +338,13 @@ class Store:
         )
         return self._put(entry)
 
+    def record_tool_call(self, entry: ToolCallEntry) -> int | None:
+        """Record one call of a tool chain (see `ToolCallEntry`); returns at once with a
+        ticket, like `record_exchange`."""
+        if not self.log_enabled or self.off is not None:
+            return None
+        return self._put(entry)
+
     # -- what exchanges cost ---------------------------------------------------------------
 
     def pricing(self) -> Pricing:
@@ -502,13 +517,15 @@ class Store:
 
     def _write(self, entries: list[Entry], conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
         """Commit ``entries`` in one transaction on ``conn`` (opened if None); return it."""
-        exchanges, jobs, prices = [], [], []
+        exchanges, jobs, prices, calls = [], [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
                     exchanges.append(exchange_row(entry))
                 elif isinstance(entry, JobEntry):
                     jobs.append(job_row(entry))
+                elif isinstance(entry, ToolCallEntry):
+                    calls.append(tool_call_row(entry))
                 else:
                     prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
@@ -516,13 +533,13 @@ class Store:
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs or prices):
+            if self.off is not None or not (exchanges or jobs or prices or calls):
                 break
             try:
                 if conn is None:
                     conn = connect(self.path)
                     conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-                self._commit(conn, exchanges, jobs, prices)
+                self._commit(conn, exchanges, jobs, prices, calls)
             except sqlite3.OperationalError as exc:
                 if not _busy(exc) or attempt == _ATTEMPTS - 1:
                     self._fail(exc)
@@ -533,7 +550,7 @@ class Store:
                 break
             else:
                 self.batches += 1
-                self.rows += len(exchanges) + len(jobs)
+                self.rows += len(exchanges) + len(jobs) + len(calls)
                 break
         return conn
 
@@ -543,6 +560,7 @@ class Store:
         exchanges: list[tuple[Any, ...]],
         jobs: list[tuple[Any, ...]],
         prices: list[PricesEntry],
+        calls: list[tuple[Any, ...]],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -550,6 +568,8 @@ class Store:
                 _insert(conn, exchanges)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
+            if calls:  # after the exchanges: a call's exchange may be in this very batch
+                conn.executemany(_TOOL_CALL, calls)
             for entry in prices:  # what the gateway says now replaces what it said before
                 conn.execute("DELETE FROM model_prices WHERE gateway = ?", (gateway_address(entry.gateway),))
                 conn.executemany("INSERT INTO model_prices VALUES (?, ?, ?, ?, ?)", entry.rows())

@@ -12,6 +12,7 @@ result is the last round's, whole (a stream's made whole), with ``tool_calls``: 
 from __future__ import annotations
 
 import inspect
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,8 @@ class Chain:
     parallel: bool = True
     on_event: OnEvent | None = None
     cap: int = DEFAULT_CAP
+    # Told of each finished call and the chain's id (the client's log: `Journal.tool_call`).
+    log: Callable[[ToolCall, str], Any] | None = None
 
     @classmethod
     def of(cls, options: dict[str, Any]) -> Chain:
@@ -118,6 +121,7 @@ def chain(
     by_name = {t.name: t for t in asked.tools}
     body = merged(data, offer(api, asked.tools, asked.parallel))
     calls = ToolCalls()
+    calls.chain = uuid.uuid4().hex
     while True:
         result = yield from send(validate(body), None)
         calls.rounds += 1
@@ -142,6 +146,9 @@ def chain(
         )
         done: list[ToolCall] = yield running
         calls += done
+        if asked.log is not None:
+            for call in done:
+                asked.log(call, calls.chain)
         if running.interrupted:
             calls.stopped = f"stopped by Ctrl-C in round {calls.rounds}; the rounds before are kept"
             break

@@ -72,10 +72,12 @@ class ToolCall:
 
 class ToolCalls(list[ToolCall]):
     """Every call of a chain, in order; ``stopped`` is the one line saying why the chain ended
-    before the model answered (the round limit, Ctrl-C), else None; ``rounds`` counts requests."""
+    before the model answered (the round limit, Ctrl-C), else None; ``rounds`` counts requests;
+    ``chain`` is the chain's id in the log (``tool_calls.chain``)."""
 
     stopped: str | None = None
     rounds: int = 0
+    chain: str = ""
 
 
 def text_of(value: Any) -> str:

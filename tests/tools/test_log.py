@@ -1,0 +1,87 @@
+"""Every call of a chain is a row in the log beside the exchange that asked for it: name,
+arguments, result (redacted, capped), error, approval, seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+
+from conftest import KEY
+
+from gatecell.gateway import AsyncGateway, Gateway
+
+
+def order_status(order_id: str) -> str:
+    """Where an order is."""
+    if order_id == "B-22":
+        raise LookupError("no such order")
+    return f"order {order_id} is in Lyon; courier key {KEY}"
+
+
+def weather(city: str, days: int = 1) -> str:
+    """The weather."""
+    return "sun"
+
+
+def rows(home) -> list[dict]:
+    conn = sqlite3.connect(home / "gatecell.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        found = conn.execute(
+            "SELECT t.*, e.endpoint, e.response_json, e.messages_json FROM tool_calls t "
+            "LEFT JOIN exchanges e ON e.id = t.exchange_id ORDER BY t.id"
+        )
+        return [dict(r) for r in found]
+    finally:
+        conn.close()
+
+
+def test_each_call_is_a_row_beside_the_exchange_that_asked(home, tool_server) -> None:
+    with Gateway(tool_server.base("parallel", uuid.uuid4().hex), KEY, log=True) as gw:
+        r = gw.chat(
+            "m",
+            [{"role": "user", "content": "where?"}],
+            tools=[order_status, weather],
+            approve=lambda c: c.name != "weather",
+        )
+        gw.journal.store.flush()
+    logged = rows(home)
+    assert [(t["name"], json.loads(t["arguments_json"]), t["round"], t["approved"]) for t in logged] == [
+        ("order_status", {"order_id": "A-1"}, 1, 1),
+        ("weather", {"city": "Paris", "days": 2}, 1, 0),
+        ("order_status", {"order_id": "B-22"}, 1, 1),
+    ]
+    assert {t["chain"] for t in logged} == {r.tool_calls.chain}
+    first, denied, failed = logged
+    assert first["result"].startswith("order A-1 is in Lyon; courier key ") and KEY not in first["result"]
+    assert first["error"] is None and first["seconds"] >= 0
+    assert denied["error"] == "the user denied this call" and denied["result"] is None
+    assert failed["error"] == "LookupError: no such order"
+    # the exchange that asked: round 1's, whose answer holds these very calls
+    assert {t["exchange_id"] for t in logged} != {None}
+    asked = json.loads(first["response_json"])["choices"][0]["message"]["tool_calls"]
+    assert [c["id"] for c in asked] == [t["call_id"] for t in logged]
+    assert KEY not in json.dumps(logged)
+
+
+def test_async_chains_log_too(home, tool_server) -> None:
+    async def main() -> None:
+        async with AsyncGateway(tool_server.base("one", uuid.uuid4().hex), KEY, log=True) as gw:
+            await gw.messages("m", [{"role": "user", "content": "where?"}], tools=[order_status])
+            gw.journal.store.flush()
+
+    asyncio.run(main())
+    (logged,) = rows(home)
+    assert (logged["name"], logged["call_id"], logged["endpoint"]) == (
+        "order_status",
+        "toolu_1_0",
+        "/v1/messages",
+    )
+
+
+def test_nothing_is_logged_with_the_log_off(home, tool_server) -> None:
+    with Gateway(tool_server.base("one", uuid.uuid4().hex), KEY, log=False) as gw:
+        r = gw.chat("m", [{"role": "user", "content": "where?"}], tools=[order_status])
+    assert r.tool_calls[0].error is None and not (home / "gatecell.db").exists()
