@@ -8,11 +8,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tool_server import ToolServer
+from tool_server import KEY, ToolServer
 
 from gatecell.gateway import AsyncGateway, Gateway
-
-KEY = "sk-test-Wk3yS3cretValue0123456789abcd"
 
 
 @pytest.fixture(scope="session")

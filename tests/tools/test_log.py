@@ -8,7 +8,7 @@ import json
 import sqlite3
 import uuid
 
-from conftest import KEY
+from tool_server import KEY
 
 from gatecell.gateway import AsyncGateway, Gateway
 

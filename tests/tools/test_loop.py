@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 import pytest
+from tool_server import KEY
 
-from conftest import KEY
 from gatecell.tools import ToolCall
 
 APIS = ["chat", "messages", "generate-content", "responses"]

@@ -26,6 +26,8 @@ from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+KEY = "sk-test-Wk3yS3cretValue0123456789abcd"  # the clients' key, which must never be sent back
+
 CALLS: dict[str, list[list[tuple[str, Any]]]] = {
     "one": [[("order_status", {"order_id": "A-1027"})]],
     "parallel": [

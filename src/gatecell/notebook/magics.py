@@ -387,6 +387,13 @@ class GatecellMagics(Magics):
         from .tooling import asker, tools_named
 
         given = tools_named(ns.tools or "", self.namespace)
+        if ns.mcp:
+            from gatecell.tools.mcp import server_tools
+
+            try:
+                given += [server_tools(name) for name in ns.mcp]
+            except (ValueError, RuntimeError) as exc:
+                raise UsageError(f"%chat --mcp: {exc}") from None
         options: dict[str, Any] = {"tools": given, "approve": asker(ns.yes, self.defaults.approve_tools)}
         if ns.max_rounds is not None:
             options["max_rounds"] = ns.max_rounds

@@ -82,7 +82,7 @@ the exchange whose answer asked for it.
 |---|---|---|
 | id | INTEGER PRIMARY KEY | order of insertion |
 | time | TEXT | when the call ended (UTC ISO 8601) |
-| exchange_id | INTEGER | the ``exchanges`` row of the answer that asked for it (NULL if that was not logged) |
+| exchange_id | INTEGER | the ``exchanges`` row of the answer that asked for it (NULL: not logged) |
 | chain | TEXT | the chain's id (``r.tool_calls.chain``): the calls of one chain share it |
 | round | INTEGER | the request of the chain, from 1, whose answer asked for it |
 | call_id | TEXT | the model's id of the call |

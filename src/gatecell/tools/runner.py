@@ -171,8 +171,11 @@ class RunTools(Effect):
         return call.error is None and (self.approve is not None or bool(call.tool and call.tool.ask))
 
     def _decided(self, call: ToolCall, answer: Any) -> None:
+        """``answer``: the user's (None: nobody to ask, for a tool that asks, as MCP tools do)."""
         call.approved = bool(answer)
-        if not call.approved:
+        if answer is None:
+            call.error = "this tool runs only when the user approves it, and nobody was asked (approve=)"
+        elif not call.approved:
             call.error = "the user denied this call"
 
     def _tell(self, call: ToolCall) -> None:
@@ -202,7 +205,7 @@ class RunTools(Effect):
         for call in self.calls:
             self._tell(call)
             if self._asks(call):
-                self._decided(call, self.approve(call) if self.approve is not None else False)
+                self._decided(call, self.approve(call) if self.approve is not None else None)
             if call.error is not None:
                 self._tell(call)
         ready = [c for c in self.calls if c.error is None]
@@ -256,7 +259,7 @@ class RunTools(Effect):
         for call in self.calls:
             self._tell(call)
             if self._asks(call):
-                answer = self.approve(call) if self.approve is not None else False
+                answer = self.approve(call) if self.approve is not None else None
                 self._decided(call, (await answer) if inspect.isawaitable(answer) else answer)
             if call.error is not None:
                 self._tell(call)
