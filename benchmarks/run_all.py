@@ -28,6 +28,7 @@ BENCHMARKS = [
     "bench_memory",
     "bench_batch",
     "bench_render",
+    "bench_tools",
 ]
 TIMEOUT_S = 1200  # bench_batch takes about 7 minutes on a slow 2-core machine
 START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,7 +200,7 @@ def as_tools(given: Iterable[Any]) -> list[Tool]:
         elif hasattr(item, "__gatecell_tool__"):
             tools.append(item.__gatecell_tool__)
         else:
-            tools.append(Tool.of(item))
+            tools.append(_made(item))
     seen: set[str] = set()
     for one in tools:
         if one.name in seen:
@@ -208,6 +209,23 @@ def as_tools(given: Iterable[Any]) -> list[Tool]:
             )
         seen.add(one.name)
     return tools
+
+
+# A function's tool, made once: its pydantic model costs a millisecond, and a chain is often
+# asked again with the same functions (a notebook's cells, a loop over rows).
+_MADE: weakref.WeakKeyDictionary[Any, Tool] = weakref.WeakKeyDictionary()
+
+
+def _made(function: Any) -> Tool:
+    if isinstance(function, Tool):
+        return function
+    try:
+        made = _MADE.get(function)
+    except TypeError:  # not weakly referable (a builtin): made each time
+        return Tool.of(function)
+    if made is None:
+        made = _MADE[function] = Tool.of(function)
+    return made
 
 
 def problem(exc: ValidationError) -> str:
