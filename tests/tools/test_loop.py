@@ -349,3 +349,27 @@ def test_async_awaits_coroutines_and_runs_sync_tools_in_threads(make, api: str, 
         "sun in Paris for 2 days",
         '{"order": "B-22", "city": "Lyon"}',
     ]
+
+
+def test_ctrl_c_while_calls_run_ends_the_chain_and_keeps_what_was_done(make) -> None:
+    import _thread
+
+    def order_status(order_id: str) -> str:
+        if order_id == "B-22":
+            time.sleep(2)
+        return f"order {order_id}"
+
+    def weather(city: str, days: int = 1) -> str:
+        _thread.interrupt_main()  # as Ctrl-C (or a kernel interrupt) would, while the main thread waits
+        time.sleep(2)
+        return "sun"
+
+    gw = make("parallel")
+    r = gw.chat("m", ASK, tools=[order_status, weather], parallel=False)  # one at a time: A-1 ends first
+    assert [(c.output, c.error) for c in r.tool_calls] == [
+        ("order A-1", None),
+        ("interrupted (Ctrl-C) before it finished", "interrupted (Ctrl-C) before it finished"),
+        ("interrupted (Ctrl-C) before it finished", "interrupted (Ctrl-C) before it finished"),
+    ]
+    assert r.tool_calls.stopped == "stopped by Ctrl-C in round 1; the rounds before are kept"
+    assert len(gw.received) == 1  # nothing more was asked of the model

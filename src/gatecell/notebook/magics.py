@@ -524,6 +524,8 @@ class GatecellMagics(Magics):
             conv.add(prompt, text, partial=error is not None, prov=prov)
         parsed = {"parsed": result.parsed, "parse_error": result.parse_error} if typed else {}
         value = Text(text, prov, partial=error is not None, reasoning=reasoning, **parsed).quiet()
+        if tools is not None:
+            value.tool_calls = result.tool_calls
         if error is not None:
             self._store(ns, value)
             raise error

@@ -209,18 +209,23 @@ class RunTools(Effect):
             if call.error is not None:
                 self._tell(call)
         ready = [c for c in self.calls if c.error is None]
+        running: dict[int, Future[Any]] = {}
         try:
             if self.parallel:
-                started = [(c, self._thread(c)) for c in ready]
-                for call, future in started:
-                    self._settle(call, future)
-            else:
-                for call in ready:
-                    self._settle(call, self._thread(call))
-        except KeyboardInterrupt:
+                running = {id(c): self._thread(c) for c in ready}
+            for call in ready:
+                if not self.parallel:
+                    running[id(call)] = self._thread(call)
+                self._settle(call, running[id(call)])
+        except KeyboardInterrupt:  # what finished is kept; the rest is said to be cut
             self.interrupted = True
             for call in ready:
-                if call.error is None and not call.output:
+                future = running.get(id(call))
+                if call.error is not None or call.output:
+                    continue
+                if future is not None and future.done():
+                    self._settle(call, future)
+                else:
                     call.error = "interrupted (Ctrl-C) before it finished"
                     self._tell(call)
         return self._done()
