@@ -85,3 +85,45 @@ def test_nothing_is_logged_with_the_log_off(home, tool_server) -> None:
     with Gateway(tool_server.base("one", uuid.uuid4().hex), KEY, log=False) as gw:
         r = gw.chat("m", [{"role": "user", "content": "where?"}], tools=[order_status])
     assert r.tool_calls[0].error is None and not (home / "gatecell.db").exists()
+
+
+def test_gatecell_logs_shows_the_calls_under_their_exchange(home, tool_server) -> None:
+    import os
+    import subprocess
+    import sys
+
+    with Gateway(tool_server.base("denial", uuid.uuid4().hex), KEY, log=True) as gw:
+        gw.chat(
+            "m",
+            [{"role": "user", "content": "cancel?"}],
+            tools=[order_status, cancel_order],
+            approve=lambda c: c.name == "order_status",
+        )
+        gw.journal.store.flush()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATECELL_", "OPENAI_"))}
+    env["GATECELL_HOME"] = str(home)
+    shown = subprocess.run(
+        [sys.executable, "-m", "gatecell", "logs", "-n", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "- cancel_order(order_id='A-1027')  ✗ the user denied this call" in shown.stdout
+    assert "- order_status(order_id='A-1027')  ✓ order A-1027 is in Lyon; courier key " in shown.stdout
+    assert KEY not in shown.stdout
+    lines = subprocess.run(
+        [sys.executable, "-m", "gatecell", "logs", "-n", "3", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    calls = [c for line in lines.stdout.splitlines() for c in json.loads(line)["tool_calls"]]
+    assert [(c["name"], c["approved"]) for c in calls] == [("cancel_order", False), ("order_status", True)]
+
+
+def cancel_order(order_id: str) -> str:
+    """Cancel an order."""
+    return "cancelled"

@@ -63,6 +63,8 @@ def show_log(n: int, q: str | None, model: str | None, conversation: str | None)
     for row in reversed(rows):
         usage = row["usage"] or {}
         flags = [f for f in ("cached" if row["cached"] else "", "partial" if row["partial"] else "") if f]
+        if row.get("tool_calls"):
+            flags.append(f"{len(row['tool_calls'])} tool call{'s' if len(row['tool_calls']) > 1 else ''}")
         table.append(
             (
                 row["time"].replace("T", " ")[:19],

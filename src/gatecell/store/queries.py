@@ -217,7 +217,36 @@ def exchanges(
     if n:
         sql += " LIMIT ?"
         args.append(n)
-    return [_exchange(row) for row in conn.execute(sql, args)]
+    return _with_tool_calls(conn, [_exchange(row) for row in conn.execute(sql, args)])
+
+
+def _with_tool_calls(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with ``tool_calls``: the calls each exchange's answer asked for, in order."""
+    calls: dict[int, list[dict[str, Any]]] = {row["id"]: [] for row in rows}
+    if calls:
+        marks = ", ".join("?" * len(calls))
+        try:
+            found = conn.execute(
+                "SELECT exchange_id, name, arguments_json, result, error, approved, seconds FROM tool_calls "
+                f"WHERE exchange_id IN ({marks}) ORDER BY id",
+                list(calls),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a file of a gatecell before tools, opened read-only
+            found = []
+        for exchange, name, arguments, result, error, approved, seconds in found:
+            calls[exchange].append(
+                {
+                    "name": name,
+                    "arguments": _loads(arguments),
+                    "result": result,
+                    "error": error,
+                    "approved": None if approved is None else bool(approved),
+                    "seconds": seconds,
+                }
+            )
+    for row in rows:
+        row["tool_calls"] = calls[row["id"]]
+    return rows
 
 
 def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
