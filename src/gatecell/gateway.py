@@ -186,6 +186,7 @@ class _Client:
 
         chain = Chain.of({name: fields.pop(name) for name in OPTIONS if name in fields})
         chain.log = self.journal.tool_call
+        chain.asynchronous = isinstance(self, AsyncGateway)
         return chain
 
     def _target(self, base_url: str, local: bool) -> None:

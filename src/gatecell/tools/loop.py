@@ -1,10 +1,13 @@
-"""The tool loop as one sans-IO program, in the style of `gatecell.wire.typed_calls`: send
-with the tools offered, read the calls in the answer, run them (an `Effect` the driver
-performs: threads under `Gateway`, tasks under `AsyncGateway`), send the results, and again,
-until the model answers without calls or ``max_rounds`` requests were made.
+"""The tool loop as a *policy* of rounds (send, read the answer, decide the next round), in
+the shape of the rounds layer the wire is growing (``wire.rounds``: ``Ask``, ``Done``,
+``Policy``, ``rounds``; `Ask`, `Done` and `rounds` here are its stand-ins until the two meet):
+`ToolPolicy` offers the tools, reads the calls in each answer, runs them and asks again with
+the results, until the model answers without calls or ``max_rounds`` requests were made.
 
-A streamed round is read through by the driver (`ReadThrough`: text pieces go to
-``on_event`` as they come) and its calls assembled from its events (`dialects`). The chain's
+What it runs between rounds goes through the `Perform` command, so the program stays
+sans-IO and one for both clients: running the calls (`RunTools`: threads under `Gateway`,
+tasks under `AsyncGateway`) and reading a streamed round through (`ReadThrough`: text pieces
+to ``on_event`` as they come; the calls assembled from its events by `dialects`). The chain's
 result is the last round's, whole (a stream's made whole), with ``tool_calls``: every call
 (`ToolCall`), and ``tool_calls.stopped``, the one line saying why the chain ended early.
 """
@@ -17,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gatecell.wire.errors import InvalidRequest, echo
-from gatecell.wire.exchange import Effect, Program, logger
+from gatecell.wire.errors import GatecellError, InvalidRequest, echo
+from gatecell.wire.exchange import Perform, Program, logger
 from gatecell.wire.results import Reply
 from gatecell.wire.streams import Stream
 from gatecell.wire.structured import merged
@@ -27,7 +30,7 @@ from .dialects import answer_of, follow_up, offer
 from .functions import Tool, as_tools
 from .runner import Approve, RunTools, ToolCall, ToolCalls, checked
 
-__all__ = ["Chain", "ReadThrough", "chain", "OPTIONS", "DEFAULT_CAP"]
+__all__ = ["Chain", "ToolPolicy", "ReadThrough", "Ask", "Done", "rounds", "OPTIONS", "DEFAULT_CAP"]
 
 # The keyword arguments a text method takes with ``tools=`` (besides the body's own).
 OPTIONS = ("tools", "approve", "max_rounds", "tool_timeout", "parallel", "on_event", "tool_result_chars")
@@ -50,6 +53,7 @@ class Chain:
     cap: int = DEFAULT_CAP
     # Told of each finished call and the chain's id (the client's log: `Journal.tool_call`).
     log: Callable[[ToolCall, str], Any] | None = None
+    asynchronous: bool = False  # run by `AsyncGateway`: calls as tasks, streams read with async for
 
     @classmethod
     def of(cls, options: dict[str, Any]) -> Chain:
@@ -85,12 +89,14 @@ class Chain:
         validate: Callable[[dict[str, Any]], Any],
         send: Callable[[Any, Any], Program[Any]],
     ) -> Program[Any]:
-        """The program of this chain on ``api`` (see `chain`)."""
-        return chain(api, data, self, validate, send)
+        """The program of this chain on ``api``: ``data`` is the body as the caller made it,
+        ``validate`` makes a body the endpoint's request, ``send`` the program of one call."""
+        return rounds(ToolPolicy(api, data, self), lambda body: send(validate(body), None))
 
 
-class ReadThrough(Effect):
-    """The effect "read this stream to its end", each text piece to ``on_text``."""
+class ReadThrough:
+    """Read ``stream`` to its end, each text piece to ``on_text``: ``run`` on the sync
+    driver, ``arun`` (awaited) on the async one."""
 
     def __init__(self, stream: Any, on_text: OnEvent | None) -> None:
         self.stream = stream
@@ -109,55 +115,91 @@ class ReadThrough(Effect):
                     await said
 
 
-def chain(
-    api: str,
-    data: dict[str, Any],
-    asked: Chain,
-    validate: Callable[[dict[str, Any]], Any],
-    send: Callable[[Any, Any], Program[Any]],
-) -> Program[Any]:
-    """The rounds of a tool chain (see the module): ``data`` is the body as the caller made
-    it, ``validate`` makes a body the endpoint's request, ``send`` the program of one call."""
-    by_name = {t.name: t for t in asked.tools}
-    body = merged(data, offer(api, asked.tools, asked.parallel))
-    calls = ToolCalls()
-    calls.chain = uuid.uuid4().hex
-    while True:
-        result = yield from send(validate(body), None)
+@dataclass(frozen=True)
+class Ask:
+    """Send another round: ``body`` is the next request's, of the endpoint's shape."""
+
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Done:
+    """The call is over: ``answer`` is what it returns."""
+
+    answer: Any
+
+
+def rounds(policy: ToolPolicy, send: Callable[[dict[str, Any]], Program[Any]]) -> Program[Any]:
+    """The rounds of one call: ``send(body)`` is the program of one round, ``policy`` decides."""
+    step = yield from policy.start()
+    while isinstance(step, Ask):
+        try:
+            answer = yield from send(step.body)
+        except GatecellError as error:
+            step = yield from policy.failed(error)
+            continue
+        step = yield from policy.answered(answer)
+    return step.answer
+
+
+class ToolPolicy:
+    """The rounds of a tool chain (see the module) on ``api``, from the caller's body ``data``."""
+
+    def __init__(self, api: str, data: dict[str, Any], asked: Chain) -> None:
+        self.api = api
+        self.asked = asked
+        self.by_name = {t.name: t for t in asked.tools}
+        self.body = merged(data, offer(api, asked.tools, asked.parallel))
+        self.calls = ToolCalls()
+        self.calls.chain = uuid.uuid4().hex
+
+    def _perform(self, work: RunTools | ReadThrough) -> Perform:
+        return Perform(work.arun if self.asked.asynchronous else work.run)
+
+    def start(self) -> Program[Ask | Done]:
+        return Ask(self.body)
+        yield  # a program that asks nothing first
+
+    def failed(self, error: GatecellError) -> Program[Ask | Done]:
+        raise error
+        yield
+
+    def answered(self, result: Any) -> Program[Ask | Done]:
+        asked, calls, api = self.asked, self.calls, self.api
         calls.rounds += 1
         if isinstance(result, Stream):
-            yield ReadThrough(result, asked.on_event)
+            yield self._perform(ReadThrough(result, asked.on_event))
         answer = answer_of(api, result)
-        if not answer.calls:
-            break
-        if calls.rounds >= asked.max_rounds:
+        if answer.calls and calls.rounds >= asked.max_rounds:
             names = ", ".join(dict.fromkeys(c.name for c in answer.calls))
             calls.stopped = (
                 f"stopped after {asked.max_rounds} rounds (max_rounds): the model still asked for {names}"
             )
-            break
-        running = RunTools(
-            [checked(c, by_name, calls.rounds) for c in answer.calls],
-            asked.approve,
-            asked.timeout,
-            asked.parallel,
-            asked.cap,
-            asked.on_event,
-        )
-        done: list[ToolCall] = yield running
-        calls += done
-        if asked.log is not None:
-            for call in done:
-                asked.log(call, calls.chain)
-        if running.interrupted:
-            calls.stopped = f"stopped by Ctrl-C in round {calls.rounds}; the rounds before are kept"
-            break
-        body = follow_up(api, body, answer, [(c.requested, c.output, c.error is not None) for c in done])  # type: ignore[misc]
-    if calls.stopped:
-        logger.warning("gatecell: %s", calls.stopped)
-    final = _whole(api, result) if isinstance(result, Stream) else result
-    final.tool_calls = calls
-    return final
+        elif answer.calls:
+            running = RunTools(
+                [checked(c, self.by_name, calls.rounds) for c in answer.calls],
+                asked.approve,
+                asked.timeout,
+                asked.parallel,
+                asked.cap,
+                asked.on_event,
+            )
+            done: list[ToolCall] = yield self._perform(running)
+            calls += done
+            if asked.log is not None:
+                for call in done:
+                    asked.log(call, calls.chain)
+            if running.interrupted:
+                calls.stopped = f"stopped by Ctrl-C in round {calls.rounds}; the rounds before are kept"
+            else:
+                results = [(c.requested, c.output, c.error is not None) for c in done]
+                self.body = follow_up(api, self.body, answer, results)  # type: ignore[arg-type]
+                return Ask(self.body)
+        if calls.stopped:
+            logger.warning("gatecell: %s", calls.stopped)
+        final = _whole(api, result) if isinstance(result, Stream) else result
+        final.tool_calls = calls
+        return Done(final)
 
 
 def _whole(api: str, stream: Stream) -> Any:

@@ -26,7 +26,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gatecell.wire.errors import first_line
-from gatecell.wire.exchange import Effect
 from gatecell.wire.secret import redact
 
 from .dialects import Requested
@@ -144,9 +143,9 @@ def checked(requested: Requested, tools: dict[str, Tool], round: int) -> ToolCal
 
 
 @dataclass(eq=False)
-class RunTools(Effect):
-    """The effect "run these calls" (see `gatecell.wire.exchange.Effect`): ``run`` with
-    threads, ``arun`` with tasks; both return ``calls``, each finished, in the model's order.
+class RunTools:
+    """Run these calls: ``run`` with threads (the sync driver's `Perform`), ``arun`` with
+    tasks (the async driver's); both return ``calls``, each finished, in the model's order.
 
     **Parameters:** ``calls`` (`checked`, in the model's order), ``approve`` (asked per call
     not refused already; None: only the tools marked ``ask`` are asked about, and denied),

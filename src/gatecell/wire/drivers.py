@@ -1,7 +1,7 @@
 """The drivers: carry out a request program's commands, one sync, one async; and the edge
 where the wire's `http.Request` and `http.Response` meet httpx.
 
-A program (see `exchange`) yields `Send`, `Read`, `Close`, `Sleep`, `Wait` and `Effect`, and is sent
+A program (see `exchange`) yields `Send`, `Read`, `Close`, `Sleep`, `Wait` and `Perform`, and is sent
 each command's result. Whatever the I/O raises is thrown into the program where it asked, so the
 program decides what it means (retry, an `APIError`, a recorded outcome); the driver decides
 nothing. The two loops are the same but for ``await``. They send with any callable from a
@@ -16,13 +16,14 @@ redirect rules and the caps of `http.Response` hold in every case; httpx's excep
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import httpx
 
-from .exchange import Close, Effect, Program, Read, Send, Wait
+from .exchange import Close, Perform, Program, Read, Send, Wait
 from .http import Headers, Request, Response, TransportError
 
 __all__ = ["run", "arun", "httpx_sender", "async_httpx_sender", "SyncSend", "AsyncSend"]
@@ -51,8 +52,8 @@ def run(program: Program[T], send: SyncSend) -> T:
                 command.response.close()
             elif isinstance(command, Wait):
                 command.pending.wait()
-            elif isinstance(command, Effect):
-                result = command.run()
+            elif isinstance(command, Perform):
+                result = command.fn()
             else:
                 time.sleep(command.seconds)
         except Exception as exc:
@@ -78,8 +79,10 @@ async def arun(program: Program[T], send: AsyncSend) -> T:
                 await command.response.aclose()
             elif isinstance(command, Wait):
                 await command.pending
-            elif isinstance(command, Effect):
-                result = await command.arun()
+            elif isinstance(command, Perform):
+                result = command.fn()
+                if inspect.isawaitable(result):
+                    result = await result
             else:
                 await asyncio.sleep(command.seconds)
         except Exception as exc:

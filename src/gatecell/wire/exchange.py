@@ -1,6 +1,7 @@
 """One request/response exchange, with its retries and redirects, as a sans-IO program.
 
-A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`, `Wait`)
+A *program* is a generator that yields commands (`Send`, `Read`, `Close`, `Sleep`, `Wait`,
+`Perform`)
 and receives their results; it returns the outcome. Everything that decides (retries, backoff,
 redirects, what a head may announce, error mapping, redaction) lives in programs, and
 `drivers` carries out the commands: the same program runs under `Gateway`, `AsyncGateway`
@@ -55,7 +56,7 @@ __all__ = [
     "Close",
     "Sleep",
     "Wait",
-    "Effect",
+    "Perform",
     "Pending",
     "Command",
     "Call",
@@ -142,19 +143,21 @@ class Wait:
         return f"Wait({self.pending!r})"
 
 
-class Effect:
-    """Work beyond the wire that a program asks of its driver (the tool loop's: run the
-    model's calls, read a stream through): ``run()`` under the sync driver, ``arun()`` awaited
-    under the async one; the program is sent what they return."""
+class Perform:
+    """Call ``fn()`` and return what it returns; the async driver awaits it when it is
+    awaitable. How a program runs something beyond the wire between two requests (the tool
+    loop's calls, its reading of a stream: `gatecell.tools.loop`)."""
 
-    def run(self) -> Any:
-        raise NotImplementedError
+    __slots__ = ("fn",)
 
-    async def arun(self) -> Any:
-        raise NotImplementedError
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"Perform({self.fn!r})"
 
 
-Command = Send | Read | Close | Sleep | Wait | Effect
+Command = Send | Read | Close | Sleep | Wait | Perform
 Program = Generator[Command, Any, T]
 
 
