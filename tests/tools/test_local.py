@@ -115,3 +115,18 @@ def test_no_call_when_the_prompt_does_not_ask_or_tool_choice_says_none(gw, api, 
     )
     r = method(model, turns, tools=[order_status], **choice)
     assert r.tool_calls == [] and r.text
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_chat_on_a_reasoning_model_runs_its_chain_on_responses(gw, stream) -> None:
+    r = gw.chat(
+        "local-reasoner",
+        [{"role": "user", "content": "Where is order A-1?"}],
+        stream=stream,
+        tools=[order_status],
+    )
+    assert [(c.name, c.arguments, c.error) for c in r.tool_calls] == [
+        ("order_status", {"order_id": "A-1"}, None)
+    ]
+    assert r.text == 'Here is what the tools told me: {"order": "A-1", "city": "Lyon"}.'
+    assert r.meta.endpoint == "/v1/responses"

@@ -104,7 +104,12 @@ def answer_of(api: str, result: Any) -> Answer:
         return _chat_whole(result)
     if isinstance(result, Reply):
         return _WHOLE[api](result.raw if isinstance(result.raw, dict) else {})
-    return _STREAMED[api](result.raw_events, result.text)
+    events = result.raw_events
+    if api == "chat" and events and str(events[0].get("type", "")).startswith("response."):
+        # a reasoning model's chat, routed to /v1/responses: its events, the turn in chat's shape
+        answer = _responses_stream(events, result.text)
+        return Answer(answer.text, answer.calls, [_chat_turn(answer.text, answer.calls)])
+    return _STREAMED[api](events, result.text)
 
 
 def _chat_whole(result: ChatCompletion) -> Answer:
