@@ -50,7 +50,7 @@ def test_a_call_runs_only_when_the_user_says_yes(run, ipshell, monkeypatch):
     monkeypatch.setattr(builtins, "input", answer)
     run(TOOLS)
     result, captured = run(
-        "%%chat --tools order_status,weather\nWhere is order A-1027, and the weather in Paris?"
+        "%%chat --tools order_status,weather\nWhere is order A-1027, and is it sunny in Paris?"
     )
     assert result.success, result.error_in_exec
     assert asked == ["run order_status(order_id='A-1027')? [y/N] "]  # weather is safe=True: not asked

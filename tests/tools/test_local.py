@@ -17,7 +17,7 @@ APIS = [
     ("generate-content", "local-chat"),
     ("responses", "local-reasoner"),
 ]
-ASK = "Where are orders A-1 and B-22, and what is the weather in Paris for 3 days?"
+ASK = "Where are orders A-1 and B-22, and will it rain in Paris in 3 days?"  # names no tool: both fit
 
 
 def order_status(order_id: str) -> dict:
@@ -130,3 +130,12 @@ def test_chat_on_a_reasoning_model_runs_its_chain_on_responses(gw, stream) -> No
     ]
     assert r.text == 'Here is what the tools told me: {"order": "A-1", "city": "Lyon"}.'
     assert r.meta.endpoint == "/v1/responses"
+
+
+def test_a_tool_the_prompt_names_is_called_alone(gw) -> None:
+    r = gw.chat(
+        "local-chat",
+        [{"role": "user", "content": "Use weather for 'A-1' please."}],
+        tools=[order_status, weather],
+    )
+    assert [(c.name, c.arguments) for c in r.tool_calls] == [("weather", {"city": "A-1", "days": 1})]

@@ -477,10 +477,10 @@ class GatecellMagics(Magics):
         stream = not ns.no_stream and not typed  # a typed answer is read whole
         sampling: dict[str, Any] = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
-        if tools is not None:  # the chain's result comes whole; its text and calls show as they come
+        if tools is not None:  # the chain's calls show as they end, its answer whole after them
             from .tooling import ToolLines
 
-            tools = {**tools, "on_event": ToolLines(live.rich, live.append)}
+            tools = {**tools, "on_event": ToolLines(live.rich)}
         result: Any = self.session.gateway.converse(
             api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {}), **(tools or {})
         )

@@ -1,8 +1,8 @@
 """``%%chat --tools f,g`` (and ``--mcp NAME``, ``--yes``): the tools named in the notebook,
 each call shown as one line in the cell as it happens, and the user's say before it runs.
 
-A line reads ``→ order_status(order_id='A-1027')  ✓ 0.01 s``, the result folded under it
-(``✗`` and the one-line error when it failed); everything a model or a tool sent is
+A line reads ``→ order_status(order_id='A-1027')  ✓ 0.01 s`` once the call ended, the result
+folded under it (``✗`` and the one-line error when it failed); everything a model or a tool sent is
 HTML-escaped. A call runs only after the user says yes (``run …? [y/N]`` on the cell's input),
 unless ``--yes``, the tool is ``safe=True`` (and not an MCP tool), or
 ``%config Gatecell.approve_tools = False``; a frontend that cannot ask (nbconvert, voilà)
@@ -60,39 +60,26 @@ def asker(yes: bool, approve_tools: bool) -> Callable[[Any], bool]:
 
 
 class ToolLines:
-    """Shows each call as one line, updated in place when it ends (rich), or printed once it
-    ended (text); text pieces of a streamed answer go to ``on_text``."""
+    """Shows each call as one line once it ended (HTML with its result folded, or text). A
+    line is shown once, never updated, and the answer comes whole after the lines (the text
+    of the rounds before it is not the answer): a saved notebook keeps what was seen."""
 
-    def __init__(self, rich: bool, on_text: Callable[[str], Any]) -> None:
+    def __init__(self, rich: bool) -> None:
         self.rich = rich
-        self.on_text = on_text
-        self._handles: dict[int, Any] = {}
 
     def __call__(self, event: Any) -> None:
-        if isinstance(event, str):
-            self.on_text(event)
-            return
-        ended = bool(event.output) or event.error is not None
+        if isinstance(event, str) or (not event.output and event.error is None):
+            return  # a text piece, or a call that started: its line comes when it ends
         if not self.rich:
-            if ended:
-                print(line_text(event))
+            print(line_text(event))
             return
         from IPython.display import display
 
-        shown = {"text/html": line_html(event), "text/plain": line_text(event)}
-        handle = self._handles.get(id(event))
-        if handle is None:
-            self._handles[id(event)] = display(shown, raw=True, display_id=True)
-        else:
-            handle.update(shown, raw=True)
+        display({"text/html": line_html(event), "text/plain": line_text(event)}, raw=True)
 
 
 def _status(call: Any) -> str:
-    if call.error is not None:
-        return f"✗ {call.error}"
-    if call.output:
-        return f"✓ {call.seconds:.2f} s"
-    return "…"
+    return f"✗ {call.error}" if call.error is not None else f"✓ {call.seconds:.2f} s"
 
 
 def line_text(call: Any) -> str:

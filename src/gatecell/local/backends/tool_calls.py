@@ -2,8 +2,8 @@
 the prompt calls for them, with which arguments, and the sentence that answers their results.
 
 A request offering tools (each API's shape: WIRE-NOTES "Tools") is answered with calls when
-the last user turn names a tool (its name, or its name with spaces for underscores) or fits
-it: every required parameter can be filled from the prompt; each such tool is called.
+the last user turn names tools (a name, or a name with spaces for underscores): those are
+called; else every tool it fits (each required parameter can be filled from the prompt).
 Arguments come from the prompt: a parameter named like an id takes the ids it finds
 (``A-1027``), other strings quoted text or a capitalised word, numbers the numbers; a tool
 with one required string parameter and several values found gets one call per value (the
@@ -55,7 +55,7 @@ def plan(api: str, data: dict[str, Any]) -> Plan | None:
         quoted = "; ".join(f"{name + ': ' if name else ''}{_short(text)}" for name, text in results)
         return Plan(said=f"Here is what the tools told me: {quoted}.")
     prompt = _last_user(api, data)
-    chosen = [t for t in tools if _names(t.name, prompt) or _fits(t, prompt)]
+    chosen = [t for t in tools if _names(t.name, prompt)] or [t for t in tools if _fits(t, prompt)]
     if not chosen:
         return None
     calls: list[tuple[str, dict[str, Any]]] = []
