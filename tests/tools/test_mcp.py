@@ -6,6 +6,7 @@ call, and the server's process is gone after stop."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -42,6 +43,16 @@ def weather(city: str, days: int = 1) -> str:
         raise ToolError("no such city")
     return f"sun in {city}"
 
+@server.resource("orders://today")
+def today() -> str:
+    """Today's orders."""
+    return "A-1027, B-2201"
+
+@server.prompt()
+def review(order_id: str) -> str:
+    """Ask for a review of one order."""
+    return f"Review order {order_id} and say what is late."
+
 @server.tool()
 def crash() -> str:
     """Dies."""
@@ -54,8 +65,9 @@ def hang() -> str:
     return "late"
 
 if __name__ == "__main__":
-    with open(os.environ["PID_FILE"], "w") as f:
-        f.write(str(os.getpid()))
+    if "PID_FILE" in os.environ:
+        with open(os.environ["PID_FILE"], "w") as f:
+            f.write(str(os.getpid()))
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
@@ -198,3 +210,36 @@ def test_the_command_line_names_a_server(configured, local_gateway, tmp_path) ->
     assert done.returncode == 1 and done.stderr.startswith("gatecell: --mcp: no MCP server 'nope'"), (
         done.stderr
     )
+
+
+def test_the_magic_lists_adds_and_reads_prompts_and_resources(configured, ipshell, capsys) -> None:
+    from IPython.core.error import UsageError
+
+    from gatecell.notebook.tooling import mcp_command
+
+    mcp_command("list", [])
+    listed = capsys.readouterr().out
+    assert (
+        "orders  (stdio: " in listed and "web  (http: http://127.0.0.1:" in listed and "not started" in listed
+    )
+    assert (
+        mcp_command("prompt", ["orders", "review", "order_id=A-1027"])
+        == "Review order A-1027 and say what is late."
+    )
+    assert mcp_command("read", ["orders", "orders://today"]) == "A-1027, B-2201"
+    mcp_command("list", [])
+    assert "order_status, weather" in capsys.readouterr().out  # running now: its tools listed
+    script = configured / "orders_server.py"
+    mcp_command("add", ["again", "--", sys.executable, str(script)])
+    assert [t.name for t in mcp.server_tools("again")][:2] == ["order_status", "weather"]
+    for words, line in [
+        (["x", "python"], "%gatecell mcp add NAME -- COMMAND [ARGS...]"),
+        (["orders", "review", "order_id"], "%gatecell mcp prompt NAME PROMPT [KEY=VALUE...]"),
+    ]:
+        with pytest.raises(UsageError, match=re.escape(line)):
+            mcp_command("add" if words[0] == "x" else "prompt", words)
+    with pytest.raises(UsageError, match="%gatecell mcp read: MCP server 'orders': "):
+        mcp_command("read", ["orders", "orders://nothing"])
+    ipshell.run_line_magic("gatecell", "mcp list")  # the magic itself takes the words
+    assert "again  (stdio: " in capsys.readouterr().out
+    mcp._ADDED.clear()

@@ -98,6 +98,7 @@ HELP = """gatecell magics (each takes --help):
   call is asked about first (not with --yes, safe=True, %config Gatecell.approve_tools = False).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
+%gatecell mcp list | add NAME -- CMD ARGS | prompt NAME PROMPT [K=V...] | read NAME URI
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -141,6 +142,12 @@ def _gatecell_parser() -> MagicParser:
         flags, kw = OPTIONS[opt]
         explain.add_argument(*flags, dest=opt, **kw)
     sub.add_parser("help", help="overview of the magics")
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP servers: list | add NAME -- CMD ARGS | prompt NAME PROMPT [KEY=VALUE...] | read NAME URI",
+    )
+    mcp.add_argument("action", choices=("list", "add", "prompt", "read"))
+    mcp.add_argument("words", nargs=argparse.REMAINDER, help="what the action takes")
     _store_commands(sub)
     return p
 
@@ -687,6 +694,11 @@ class GatecellMagics(Magics):
             with calls_in(self.shell):
                 return self._guard(ns, lambda: self._resume(ns))
         return getattr(self, f"_cmd_{command}")(ns)
+
+    def _cmd_mcp(self, ns: argparse.Namespace) -> Any:
+        from .tooling import mcp_command
+
+        return mcp_command(ns.action, ns.words)
 
     def _cmd_help(self, ns: argparse.Namespace) -> None:
         print(HELP)

@@ -18,7 +18,7 @@ from typing import Any
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 
-__all__ = ["tools_named", "ToolLines", "asker"]
+__all__ = ["tools_named", "ToolLines", "asker", "mcp_command"]
 
 
 def tools_named(names: str, namespace: dict[str, Any]) -> list[Any]:
@@ -92,3 +92,35 @@ def line_html(call: Any) -> str:
         result = html.escape(call.output)
         return f"<details><summary><code>{line}</code></summary><pre>{result}</pre></details>"
     return f"<div><code>{line}</code></div>"
+
+
+def mcp_command(action: str, words: list[str]) -> Any:
+    """``%gatecell mcp ...``: list the servers; add one for this kernel; a server's prompt or
+    resource as text (the cell's value: ``{_}`` puts it in the next prompt)."""
+    from gatecell.tools import mcp
+
+    try:
+        if action == "list":
+            rows = mcp.listing()
+            if not rows:
+                print(f"no MCP server: name them in {mcp.config_path()} or with %gatecell mcp add ...")
+            for row in rows:
+                tools = "not started" if row["tools"] is None else ", ".join(row["tools"]) or "no tools"
+                print(f"{row['name']}  ({row['transport']}: {row['where']})  {tools}")
+            return None
+        if action == "add":
+            if len(words) < 3 or words[1] != "--":
+                raise UsageError("%gatecell mcp add NAME -- COMMAND [ARGS...]")
+            mcp.add_server(words[0], {"command": words[2], "args": words[3:]})
+            print(f"MCP server {words[0]!r} added for this kernel: %%chat --mcp {words[0]} offers its tools")
+            return None
+        if action == "prompt":
+            if len(words) < 2 or not all("=" in w for w in words[2:]):
+                raise UsageError("%gatecell mcp prompt NAME PROMPT [KEY=VALUE...]")
+            arguments = dict(w.split("=", 1) for w in words[2:])
+            return mcp.get_prompt(words[0], words[1], arguments)
+        if len(words) != 2:
+            raise UsageError("%gatecell mcp read NAME URI")
+        return mcp.read_resource(words[0], words[1])
+    except (ValueError, RuntimeError) as exc:  # not configured, did not start, failed on its side
+        raise UsageError(f"%gatecell mcp {action}: {exc}") from None

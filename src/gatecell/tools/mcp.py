@@ -16,7 +16,8 @@ thread) whatever the caller's, and every server is stopped when the process exit
 that cannot start, dies or hangs is one line: when its tools are asked for, or as the
 failed call's error (each call waits ``CALL_TIMEOUT`` seconds at most), never a hung cell.
 What a server sends is data: its tools' results are text for the model, redacted and capped
-by the loop like any result.
+by the loop like any result. `read_resource` and `get_prompt` give a server's resources and
+prompts as text, to put in a prompt; `add_server` names one for this process only.
 """
 
 from __future__ import annotations
@@ -37,7 +38,19 @@ from gatecell.wire.settings import env_number, home
 
 from .functions import Tool
 
-__all__ = ["config_path", "servers", "server_tools", "stop_all", "CALL_TIMEOUT", "START_TIMEOUT", "MCPError"]
+__all__ = [
+    "config_path",
+    "servers",
+    "add_server",
+    "listing",
+    "server_tools",
+    "read_resource",
+    "get_prompt",
+    "stop_all",
+    "CALL_TIMEOUT",
+    "START_TIMEOUT",
+    "MCPError",
+]
 
 CALL_TIMEOUT = 60.0  # seconds a call may take (GATECELL_MCP_TIMEOUT)
 START_TIMEOUT = 30.0  # seconds a server may take to start and list its tools
@@ -52,8 +65,23 @@ def config_path() -> Path:
     return Path(given) if given else home() / "mcp.json"
 
 
+_ADDED: dict[str, dict[str, Any]] = {}  # servers added in this process (`add_server`)
+
+
+def add_server(name: str, spec: dict[str, Any]) -> None:
+    """Name a server for this process (``%gatecell mcp add NAME -- CMD ARGS``), beside mcp.json's."""
+    if not (isinstance(spec.get("command"), str) or isinstance(spec.get("url"), str)):
+        raise ValueError(f"server {name!r} needs a command (stdio) or a url (streamable HTTP)")
+    _ADDED[name] = spec
+
+
 def servers() -> dict[str, dict[str, Any]]:
-    """The configured servers by name; a file that is not the ``mcpServers`` shape is one line."""
+    """The servers by name: mcp.json's and those added in this process; a file that is not
+    the ``mcpServers`` shape is one line."""
+    return {**_configured(), **_ADDED}
+
+
+def _configured() -> dict[str, dict[str, Any]]:
     path = config_path()
     if not path.is_file():
         return {}
@@ -162,17 +190,23 @@ class _Server:
             streams = await stack.enter_async_context(streamable_http_client(spec["url"], http_client=client))
         return streams[0], streams[1]
 
-    def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> str:
+    def ask(self, request: Callable[[Any], Any], timeout: float) -> Any:
+        """What ``request(session)`` (a coroutine) gives, within ``timeout`` seconds; one line when not."""
         if self.session is None:
             raise MCPError(f"MCP server {self.name!r} is not running (it stopped or died)")
-        future = _LOOP.run(self.session.call_tool(tool, arguments, read_timeout_seconds=timeout))
+        future = _LOOP.run(request(self.session))
         try:
-            result = future.result(timeout + 1)
+            return future.result(timeout + 1)
         except TimeoutError:
             future.cancel()
             raise MCPError(f"MCP server {self.name!r} gave no answer within {timeout:g} s") from None
         except Exception as exc:
             raise MCPError(f"MCP server {self.name!r}: {_reason(exc)}") from None
+
+    def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> str:
+        result = self.ask(
+            lambda session: session.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout
+        )
         text = _text(result.content)
         if _field(result, "is_error"):
             raise MCPError(text or "the tool failed")
@@ -243,7 +277,7 @@ def server_tools(name: str) -> list[Tool]:
     if importlib.util.find_spec("mcp") is None:
         raise ConfigError("MCP servers need the mcp package: pip install 'gatecell[mcp]'")
     server = _running(name)
-    timeout = env_number(None, "GATECELL_MCP_TIMEOUT", CALL_TIMEOUT)
+    timeout = _timeout()
     return [
         Tool(
             spec.name,
@@ -254,6 +288,47 @@ def server_tools(name: str) -> list[Tool]:
         )
         for spec in server.tools
     ]
+
+
+def read_resource(name: str, uri: str) -> str:
+    """The text of the resource ``uri`` of server ``name`` (binary contents named, not inlined)."""
+    result = _running(name).ask(lambda session: session.read_resource(uri), _timeout())
+    return "\n".join(
+        item.text
+        if isinstance(getattr(item, "text", None), str)
+        else f"[{_field(item, 'mime_type') or 'binary'}]"
+        for item in result.contents
+    )
+
+
+def get_prompt(name: str, prompt: str, arguments: dict[str, str] | None = None) -> str:
+    """The text of the prompt ``prompt`` of server ``name``, its messages one after another."""
+    result = _running(name).ask(lambda session: session.get_prompt(prompt, arguments or {}), _timeout())
+    return "\n\n".join(_text([message.content]) for message in result.messages)
+
+
+def listing() -> list[dict[str, Any]]:
+    """Each server: its name, how it is reached, and its tools when it is running."""
+    found = []
+    for name, spec in servers().items():
+        running = _RUNNING.get(name)
+        tools = (
+            [t.name for t in running.tools] if running is not None and running.session is not None else None
+        )
+        where = spec.get("url") or " ".join([spec["command"], *map(str, spec.get("args") or ())])
+        found.append(
+            {
+                "name": name,
+                "transport": "http" if spec.get("url") else "stdio",
+                "where": where,
+                "tools": tools,
+            }
+        )
+    return found
+
+
+def _timeout() -> float:
+    return env_number(None, "GATECELL_MCP_TIMEOUT", CALL_TIMEOUT)
 
 
 def _caller(server: _Server, tool: str, timeout: float) -> Callable[..., str]:
