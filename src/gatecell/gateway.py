@@ -189,6 +189,14 @@ class _Client:
         chain.asynchronous = isinstance(self, AsyncGateway)
         return chain
 
+    def _resumption(self, chain: str, options: dict[str, Any]) -> Any:
+        """What resuming ``chain`` takes (`gatecell.tools.resume`), the options checked."""
+        from gatecell.tools.loop import OPTIONS, Chain
+        from gatecell.tools.resume import resumption
+
+        asked = Chain.of({name: options[name] for name in OPTIONS if name in options})
+        return resumption(self.journal.store.chain(chain), chain, asked)
+
     def _target(self, base_url: str, local: bool) -> None:
         self.journal.gateway = LOCAL if local else root_url(base_url.partition("?")[0])
         self.usage_known = local  # the local gateway reports usage on streams when asked
@@ -246,6 +254,16 @@ class Gateway(
         self.base_url  # noqa: B018  (where: decided before the rows are)
         gateway, routes = self.journal.gateway, self._routes
         return run_map(self, gateway, routes, template, data, progress=progress, on_row=on_row, **options)
+
+    def resume(self, chain: str, **options: Any) -> Any:
+        """Go on with the tool chain ``chain`` (``r.tool_calls.chain``) that was cut short:
+        the calls of its last round that finished are not run again (their results come from
+        the log), the others run now, then the model goes on. ``tools=`` again (the log keeps
+        calls, not code), and any option of ``chat``'s ``tools=``. See `gatecell.tools.resume`."""
+        plan = self._resumption(chain, options)
+        plan.pending.run()
+        method = getattr(self, plan.method)
+        return plan.finished(method(**plan.arguments(), **options))
 
     def close(self) -> None:
         if self._owns_http:
@@ -309,6 +327,13 @@ class AsyncGateway(
             on_row=on_row,
             **options,
         )
+
+    async def resume(self, chain: str, **options: Any) -> Any:
+        """`Gateway.resume`, awaited."""
+        plan = self._resumption(chain, options)
+        await plan.pending.arun()
+        method = getattr(self, plan.method)
+        return plan.finished(await method(**plan.arguments(), **options))
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 import uuid
 
+import pytest
 from tool_server import KEY
 
 from gatecell.gateway import AsyncGateway, Gateway
@@ -127,3 +129,57 @@ def test_gatecell_logs_shows_the_calls_under_their_exchange(home, tool_server) -
 def cancel_order(order_id: str) -> str:
     """Cancel an order."""
     return "cancelled"
+
+
+def test_a_chain_cut_by_ctrl_c_resumes_without_running_the_finished_calls_again(home, tool_server) -> None:
+    import _thread
+
+    ran: list[str] = []
+
+    def order_status(order_id: str) -> str:
+        """Where an order is."""
+        ran.append(order_id)
+        return f"order {order_id} is in Lyon"
+
+    def weather(city: str, days: int = 1) -> str:
+        """The weather."""
+        ran.append(city)
+        if len(ran) == 2:  # the first time: Ctrl-C while it runs
+            _thread.interrupt_main()
+            time.sleep(1)
+        return "sun"
+
+    base = tool_server.base("parallel", uuid.uuid4().hex)
+    with Gateway(base, KEY, log=True) as gw:
+        cut = gw.chat(
+            "m", [{"role": "user", "content": "where?"}], tools=[order_status, weather], parallel=False
+        )
+        assert cut.tool_calls.stopped and [c.error is None for c in cut.tool_calls] == [True, False, False]
+        ran.clear()
+        r = gw.resume(cut.tool_calls.chain, tools=[order_status, weather], parallel=False)
+    assert ran == ["Paris", "B-22"]  # A-1 finished before: its result came from the log
+    received = tool_server.received[("parallel", base.rsplit("/", 1)[1])]
+    assert len(received) == 2
+    follow_up = received[1]["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in follow_up] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_1_0"),
+        ("tool", "call_1_1"),
+        ("tool", "call_1_2"),
+    ]
+    assert [m["content"] for m in follow_up[2:]] == ["order A-1 is in Lyon", "sun", "order B-22 is in Lyon"]
+    assert r.text == "Results: order A-1 is in Lyon | sun | order B-22 is in Lyon"
+    assert [(c.name, c.error) for c in r.tool_calls] == [
+        ("order_status", None),
+        ("weather", None),
+        ("order_status", None),
+    ]
+
+
+def test_a_chain_the_log_does_not_have_is_one_line(home, tool_server) -> None:
+    from gatecell.wire.errors import InvalidRequest
+
+    with Gateway(tool_server.base("one", uuid.uuid4().hex), KEY, log=True) as gw:
+        with pytest.raises(InvalidRequest, match="chain: no tool chain 'nope' in the log"):
+            gw.resume("nope", tools=[order_status])

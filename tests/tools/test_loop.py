@@ -14,6 +14,7 @@ import pytest
 from tool_server import KEY
 
 from gatecell.tools import ToolCall
+from gatecell.wire.errors import InvalidRequest
 
 APIS = ["chat", "messages", "generate-content", "responses"]
 ASK = [{"role": "user", "content": "Where is order A-1027?"}]
@@ -373,3 +374,21 @@ def test_ctrl_c_while_calls_run_ends_the_chain_and_keeps_what_was_done(make) -> 
     ]
     assert r.tool_calls.stopped == "stopped by Ctrl-C in round 1; the rounds before are kept"
     assert len(gw.received) == 1  # nothing more was asked of the model
+
+
+def test_an_async_approve_on_the_sync_client_is_refused_not_taken_for_yes(make) -> None:
+    ran: list[str] = []
+
+    def order_status(order_id: str) -> str:
+        ran.append(order_id)
+        return "ok"
+
+    async def approve(call: ToolCall) -> bool:
+        return False
+
+    gw = make("one")
+    with pytest.raises(
+        InvalidRequest, match="approve: a coroutine function approves calls on AsyncGateway only"
+    ):
+        gw.chat("m", ASK, tools=[order_status], approve=approve)
+    assert ran == []

@@ -249,6 +249,44 @@ def _with_tool_calls(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> li
     return rows
 
 
+def chain(conn: sqlite3.Connection, chain_id: str) -> dict[str, Any] | None:
+    """A tool chain as the log has it (for ``gw.resume``): its calls, oldest first, and the
+    exchange whose answer asked for the last round's (its request and answer); None when the
+    log has no call of it."""
+    try:
+        calls = conn.execute(
+            "SELECT exchange_id, round, call_id, name, arguments_json, result, error FROM tool_calls "
+            "WHERE chain = ? ORDER BY id",
+            (chain_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # a file of a gatecell before tools
+        return None
+    if not calls:
+        return None
+    asked = conn.execute(
+        "SELECT endpoint, model, api, params_json, prompt, messages_json, response_json "
+        "FROM exchanges WHERE id = ?",
+        (calls[-1][0],),
+    ).fetchone()
+    return {
+        "calls": [
+            {"round": r, "call_id": c, "name": n, "arguments": _loads(a), "result": res, "error": err}
+            for _, r, c, n, a, res, err in calls
+        ],
+        "exchange": None
+        if asked is None
+        else {
+            "endpoint": asked[0],
+            "model": asked[1],
+            "api": asked[2],
+            "params": _loads(asked[3]) or {},
+            "prompt": asked[4],
+            "messages": _loads(asked[5]),
+            "response": _loads(asked[6]),
+        },
+    }
+
+
 def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
     """The turns of conversation ``name`` in order, oldest first; failed exchanges left out
     (they added nothing to it), interrupted ones kept and marked ``partial``."""

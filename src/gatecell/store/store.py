@@ -661,6 +661,10 @@ class Store:
         in the prompt or reply, ``model`` and ``conversation`` exact."""
         return self._query(queries.exchanges, n, q, model, conversation) or []
 
+    def chain(self, chain_id: str) -> dict[str, Any] | None:
+        """A tool chain's calls and the exchange of its last round (``gw.resume``)."""
+        return self._query(queries.chain, chain_id)
+
     def conversation(self, name: str) -> list[dict[str, Any]]:
         """The turns of a named conversation, oldest first (for ``%gatecell restore``)."""
         return self._query(queries.conversation, name) or []

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gatecell.wire.errors import first_line
+from gatecell.wire.errors import InvalidRequest, first_line
 from gatecell.wire.secret import redact
 
 from .dialects import Requested
@@ -204,7 +204,13 @@ class RunTools:
         for call in self.calls:
             self._tell(call)
             if self._asks(call):
-                self._decided(call, self.approve(call) if self.approve is not None else None)
+                answer = self.approve(call) if self.approve is not None else None
+                if inspect.isawaitable(answer):  # would count as yes: refused instead
+                    getattr(answer, "close", lambda: None)()
+                    raise InvalidRequest(
+                        "approve", "a coroutine function approves calls on AsyncGateway only"
+                    )
+                self._decided(call, answer)
             if call.error is not None:
                 self._tell(call)
         ready = [c for c in self.calls if c.error is None]
