@@ -33,7 +33,7 @@ def rows(home) -> list[dict]:
     try:
         found = conn.execute(
             "SELECT t.*, e.endpoint, e.response_json, e.messages_json FROM tool_calls t "
-            "LEFT JOIN exchanges e ON e.id = t.exchange_id ORDER BY t.id"
+            "LEFT JOIN exchanges e ON e.id = t.exchange_id ORDER BY t.round, t.call_id"
         )
         return [dict(r) for r in found]
     finally:
@@ -183,3 +183,19 @@ def test_a_chain_the_log_does_not_have_is_one_line(home, tool_server) -> None:
     with Gateway(tool_server.base("one", uuid.uuid4().hex), KEY, log=True) as gw:
         with pytest.raises(InvalidRequest, match="chain: no tool chain 'nope' in the log"):
             gw.resume("nope", tools=[order_status])
+
+
+def test_each_call_is_logged_once_even_when_refused_before_it_runs(home, tool_server) -> None:
+    with Gateway(tool_server.base("unknown", uuid.uuid4().hex), KEY, log=True) as gw:
+        seen: list[tuple[str, str | None]] = []
+        gw.chat(
+            "m",
+            [{"role": "user", "content": "x"}],
+            tools=[order_status],
+            on_event=lambda e: seen.append((e.name, e.error)),
+        )
+        gw.journal.store.flush()
+    assert [(t["name"], t["error"]) for t in rows(home)] == [
+        ("rm_rf", "unknown tool 'rm_rf': the tools offered are order_status")
+    ]
+    assert seen == [("rm_rf", "unknown tool 'rm_rf': the tools offered are order_status")]

@@ -153,6 +153,14 @@ class ToolPolicy:
         self.calls = ToolCalls()
         self.calls.chain = uuid.uuid4().hex
 
+    def _told(self, call: ToolCall) -> None:
+        """A call started or ended: the caller's ``on_event`` hears of it, and the log gets it
+        as soon as it ended (a kernel killed mid-round keeps the calls that finished)."""
+        if self.asked.on_event is not None:
+            self.asked.on_event(call)
+        if self.asked.log is not None and (call.output or call.error is not None):
+            self.asked.log(call, self.calls.chain)
+
     def _perform(self, work: RunTools | ReadThrough) -> Perform:
         return Perform(work.arun if self.asked.asynchronous else work.run)
 
@@ -182,13 +190,10 @@ class ToolPolicy:
                 asked.timeout,
                 asked.parallel,
                 asked.cap,
-                asked.on_event,
+                self._told,
             )
             done: list[ToolCall] = yield self._perform(running)
             calls += done
-            if asked.log is not None:
-                for call in done:
-                    asked.log(call, calls.chain)
             if running.interrupted:
                 calls.stopped = f"stopped by Ctrl-C in round {calls.rounds}; the rounds before are kept"
             else:

@@ -202,7 +202,8 @@ class RunTools:
 
     def run(self) -> list[ToolCall]:
         for call in self.calls:
-            self._tell(call)
+            if call.error is None:
+                self._tell(call)  # it starts (a call refused already is told once, below)
             if self._asks(call):
                 answer = self.approve(call) if self.approve is not None else None
                 if inspect.isawaitable(answer):  # would count as yes: refused instead
@@ -267,7 +268,8 @@ class RunTools:
 
     async def arun(self) -> list[ToolCall]:
         for call in self.calls:
-            self._tell(call)
+            if call.error is None:
+                self._tell(call)  # it starts (a call refused already is told once, below)
             if self._asks(call):
                 answer = self.approve(call) if self.approve is not None else None
                 self._decided(call, (await answer) if inspect.isawaitable(answer) else answer)
