@@ -81,3 +81,21 @@ def test_a_name_that_is_not_a_tool_is_one_line_and_sends_nothing(run, ipshell):
         result, _ = run(f"%%chat {line}\nWhere is order A-1027?")
         assert not result.success and str(result.error_in_exec) == words
     assert ipshell.user_ns["ran"] == []
+
+
+def test_gatecell_resume_goes_on_with_a_chain_cut_short(run, ipshell, monkeypatch):
+    monkeypatch.setattr(builtins, "input", lambda prompt: pytest.fail(f"asked: {prompt}"))
+    run(TOOLS)
+    result, _ = run("%%chat --tools order_status --max-rounds 1 --yes -o cut\nWhere are orders A-1 and B-22?")
+    assert result.success, result.error_in_exec
+    cut = ipshell.user_ns["cut"]
+    assert cut.tool_calls.stopped.startswith("stopped after 1 rounds (max_rounds)")
+    assert ipshell.user_ns["ran"] == []  # the round limit ran none of the last answer's calls
+    result, captured = run(f"%gatecell resume {cut.tool_calls.chain} --tools order_status --yes -o r")
+    assert result.success, result.error_in_exec
+    assert ipshell.user_ns["ran"] == ["A-1", "B-22"]
+    assert "Lyon" in ipshell.user_ns["r"] and "→ order_status(order_id=&#x27;A-1&#x27;)  ✓ " in _html(
+        captured
+    )
+    result, _ = run(f"%gatecell resume {cut.tool_calls.chain}")
+    assert str(result.error_in_exec) == "%gatecell resume: name the chain's functions again with --tools f,g"

@@ -99,6 +99,7 @@ HELP = """gatecell magics (each takes --help):
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH] | restore NAME
 %gatecell mcp list | add NAME -- CMD ARGS | prompt NAME PROMPT [K=V...] | read NAME URI
+%gatecell resume CHAIN --tools f,g [--yes]   a tool chain cut short goes on
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -146,6 +147,11 @@ def _gatecell_parser() -> MagicParser:
         "mcp",
         help="MCP servers: list | add NAME -- CMD ARGS | prompt NAME PROMPT [KEY=VALUE...] | read NAME URI",
     )
+    resume = sub.add_parser("resume", help="go on with a tool chain cut short (its id: r.tool_calls.chain)")
+    resume.add_argument("chain", help="the chain's id (the log's tool_calls.chain)")
+    for opt in ("tools", "yes", "out", "debug"):
+        flags, kw = OPTIONS[opt]
+        resume.add_argument(*flags, dest=opt, **kw)
     mcp.add_argument("action", choices=("list", "add", "prompt", "read"))
     mcp.add_argument("words", nargs=argparse.REMAINDER, help="what the action takes")
     _store_commands(sub)
@@ -481,7 +487,9 @@ class GatecellMagics(Magics):
             from .display import show_prompt
 
             show_prompt(sent)
-        stream = not ns.no_stream and not typed  # a typed answer is read whole
+        # a typed answer is read whole; a tool chain too (its answer shows whole, and the log keeps
+        # whole answers, which `%gatecell resume` goes on from)
+        stream = not ns.no_stream and not typed and tools is None
         sampling: dict[str, Any] = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
         if tools is not None:  # the chain's calls show as they end, its answer whole after them
@@ -694,6 +702,31 @@ class GatecellMagics(Magics):
             with calls_in(self.shell):
                 return self._guard(ns, lambda: self._resume(ns))
         return getattr(self, f"_cmd_{command}")(ns)
+
+    def _cmd_resume(self, ns: argparse.Namespace) -> Any:
+        """``%gatecell resume CHAIN --tools f,g``: the chain goes on (`Gateway.resume`), each
+        call a line, the answer shown; the calls that finished before are not run again."""
+        if not ns.tools:
+            raise UsageError("%gatecell resume: name the chain's functions again with --tools f,g")
+        from .display import rich_output, show_markdown
+        from .log import calls_in
+        from .tooling import ToolLines, asker, tools_named
+        from .values import Text
+
+        tools = tools_named(ns.tools, self.namespace)
+        approve = asker(ns.yes, self.defaults.approve_tools)
+        lines = ToolLines(rich_output(self.defaults.output))
+
+        def go() -> Any:
+            result = self.session.gateway.resume(ns.chain, tools=tools, approve=approve, on_event=lines)
+            text = _reply_text(result)
+            show_markdown(text)
+            value = Text(text).quiet()
+            value.tool_calls = result.tool_calls
+            return value
+
+        with calls_in(self.shell):
+            return self._guard(ns, go)
 
     def _cmd_mcp(self, ns: argparse.Namespace) -> Any:
         from .tooling import mcp_command

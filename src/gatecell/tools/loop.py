@@ -28,7 +28,7 @@ from gatecell.wire.structured import merged
 
 from .dialects import answer_of, follow_up, offer
 from .functions import Tool, as_tools
-from .runner import Approve, RunTools, ToolCall, ToolCalls, checked
+from .runner import NOT_RUN, Approve, RunTools, ToolCall, ToolCalls, checked
 
 __all__ = ["Chain", "ToolPolicy", "ReadThrough", "Ask", "Done", "rounds", "OPTIONS", "DEFAULT_CAP"]
 
@@ -183,6 +183,10 @@ class ToolPolicy:
             calls.stopped = (
                 f"stopped after {asked.max_rounds} rounds (max_rounds): the model still asked for {names}"
             )
+            if asked.log is not None:  # in the log, so that `gw.resume` finds them
+                for c in answer.calls:
+                    unrun = ToolCall(c.name, c.arguments, error=NOT_RUN, round=calls.rounds, id=c.id)
+                    asked.log(unrun, calls.chain)
         elif answer.calls:
             running = RunTools(
                 [checked(c, self.by_name, calls.rounds) for c in answer.calls],

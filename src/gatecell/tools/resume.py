@@ -19,7 +19,7 @@ from gatecell.wire.schemas import ChatCompletion
 
 from .dialects import TURNS, Requested, answer_of, follow_up
 from .loop import Chain
-from .runner import RunTools, ToolCall, checked
+from .runner import UNFINISHED, RunTools, ToolCall, checked
 
 __all__ = ["Resumption", "resumption"]
 
@@ -97,7 +97,7 @@ def resumption(state: dict[str, Any] | None, chain_id: str, asked: Chain) -> Res
     logged = {
         c["call_id"]: (c["error"] if c["error"] is not None else c["result"] or "", c["error"] is not None)
         for c in state["calls"]
-        if c["round"] == last and not (c["error"] or "").startswith("interrupted")
+        if c["round"] == last and c["error"] not in UNFINISHED
     }
     earlier = [
         ToolCall(

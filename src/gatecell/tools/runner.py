@@ -31,7 +31,12 @@ from gatecell.wire.secret import redact
 from .dialects import Requested
 from .functions import Tool, problem
 
-__all__ = ["ToolCall", "ToolCalls", "Approve", "RunTools", "checked", "text_of", "cut"]
+__all__ = ["ToolCall", "ToolCalls", "Approve", "RunTools", "checked", "text_of", "cut", "UNFINISHED"]
+
+# How a call that did not finish reads in the log: `gatecell.tools.resume` runs these again.
+INTERRUPTED = "interrupted (Ctrl-C) before it finished"
+NOT_RUN = "not run: the chain stopped at max_rounds"
+UNFINISHED = (INTERRUPTED, NOT_RUN)
 
 Approve = Callable[["ToolCall"], Any]  # True to run; may be a coroutine function on AsyncGateway
 
@@ -232,7 +237,7 @@ class RunTools:
                 if future is not None and future.done():
                     self._settle(call, future)
                 else:
-                    call.error = "interrupted (Ctrl-C) before it finished"
+                    call.error = INTERRUPTED
                     self._tell(call)
         return self._done()
 
