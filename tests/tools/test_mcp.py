@@ -243,3 +243,13 @@ def test_the_magic_lists_adds_and_reads_prompts_and_resources(configured, ipshel
     ipshell.run_line_magic("gatecell", "mcp list")  # the magic itself takes the words
     assert "again  (stdio: " in capsys.readouterr().out
     mcp._ADDED.clear()
+
+
+def test_tools_of_two_servers_that_share_names_are_named_by_server(configured) -> None:
+    names = [t.name for t in mcp.servers_tools(["orders", "web"])]
+    assert names == [
+        f"{server}_{tool}"
+        for server in ("orders", "web")
+        for tool in ("order_status", "weather", "crash", "hang")
+    ]
+    assert [t.name for t in mcp.servers_tools(["orders"])] == ["order_status", "weather", "crash", "hang"]

@@ -88,10 +88,10 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     tools: list[Any] = [load(spec) for spec in args.tool or ()]
     if args.mcp:
-        from gatecell.tools.mcp import server_tools
+        from gatecell.tools.mcp import servers_tools
 
         try:
-            tools += [server_tools(name) for name in args.mcp]
+            tools += servers_tools(args.mcp)
         except (ValueError, RuntimeError) as exc:  # not configured; did not start
             raise InvalidRequest("--mcp", str(exc)) from None
     return {

@@ -401,10 +401,10 @@ class GatecellMagics(Magics):
 
         given = tools_named(ns.tools or "", self.namespace)
         if ns.mcp:
-            from gatecell.tools.mcp import server_tools
+            from gatecell.tools.mcp import servers_tools
 
             try:
-                given += [server_tools(name) for name in ns.mcp]
+                given += servers_tools(ns.mcp)
             except (ValueError, RuntimeError) as exc:
                 raise UsageError(f"%chat --mcp: {exc}") from None
         options: dict[str, Any] = {"tools": given, "approve": asker(ns.yes, self.defaults.approve_tools)}

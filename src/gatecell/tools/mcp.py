@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import importlib.util
 import json
 import os
@@ -44,6 +45,7 @@ __all__ = [
     "add_server",
     "listing",
     "server_tools",
+    "servers_tools",
     "read_resource",
     "get_prompt",
     "stop_all",
@@ -287,6 +289,21 @@ def server_tools(name: str) -> list[Tool]:
             ask=True,
         )
         for spec in server.tools
+    ]
+
+
+def servers_tools(names: list[str]) -> list[Tool]:
+    """The tools of several servers; a tool name two of them share is given as
+    ``SERVER_TOOL`` for each (chat completions take no dot in a function's name)."""
+    found = {name: server_tools(name) for name in names}
+    seen: dict[str, int] = {}
+    for tools in found.values():
+        for tool in tools:
+            seen[tool.name] = seen.get(tool.name, 0) + 1
+    return [
+        dataclasses.replace(tool, name=f"{server}_{tool.name}") if seen[tool.name] > 1 else tool
+        for server, tools in found.items()
+        for tool in tools
     ]
 
 
