@@ -49,8 +49,9 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
 MAX_PIXELS = 16_000_000  # a picture larger than this is described from its header only
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
 _MAX_PAGES = 200  # of a PDF whose text is counted
-_TOOL_PARTS = ("tool_use", "tool_result")
-_TOOL_KEYS = {"functionCall", "functionResponse"}
+# A tool chain's parts, where they belong (the model's calls, the user's results): read by
+# `tool_calls`, not here; anywhere else they are refused as any unknown part.
+_TOOL_PARTS = {"assistant": ("tool_use", "functionCall"), "user": ("tool_result", "functionResponse")}
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
@@ -78,8 +79,6 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
             label = "picture" if item.kind == "image" else "document"
             counts[label] += 1
             texts.append(f"[{label} {counts[label]}]")
-        elif isinstance(item, dict) and (item.get("type") in _TOOL_PARTS or _TOOL_KEYS & item.keys()):
-            continue  # a tool's call or result: `tool_calls` reads those
         else:
             kind = item.get("type") if isinstance(item, dict) else None
             raise Refused(
@@ -95,10 +94,21 @@ def turns_of(messages: Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
     them, each turn's pictures and documents."""
     turns, attached = [], []
     for role, content in messages:
-        text, found = read(content)
+        text, found = read(_without_tool_parts(role, content))
         turns.append((role, text))
         attached.append(found)
     return turns, attached
+
+
+def _without_tool_parts(role: str, content: Any) -> Any:
+    kinds = _TOOL_PARTS.get(role)
+    if not kinds or not isinstance(content, list):
+        return content
+    return [
+        p
+        for p in content
+        if not (isinstance(p, dict) and (p.get("type") in kinds or any(k in p for k in kinds)))
+    ]
 
 
 def account(pictures: Sequence[Attachment], *, earlier: bool = False) -> str:
