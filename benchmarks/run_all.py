@@ -30,6 +30,7 @@ BENCHMARKS = [
     "bench_render",
     "bench_local_embed",
     "bench_embed",
+    "bench_tools",
 ]
 TIMEOUT_S = 1200  # bench_batch takes about 7 minutes on a slow 2-core machine
 START, END = "<!-- results -->", "<!-- /results -->"  # where README.md holds the table

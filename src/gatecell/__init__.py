@@ -51,6 +51,8 @@ _LAZY = {
     "BatchError": "gatecell.batch",
     "Row": "gatecell.batch",
     "MapOptions": "gatecell.batch",
+    "tool": "gatecell.tools",
+    "Toolbox": "gatecell.tools",
 }
 
 __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     )
     from gatecell.notebook.widgets.dashboard import dashboard
     from gatecell.store import logs
+    from gatecell.tools import Toolbox, tool
     from gatecell.wire.apis.spec import ChatCompletion
     from gatecell.wire.apis.streams import AsyncChatStream, AsyncTextStream, ChatStream, TextStream
     from gatecell.wire.transport.errors import (

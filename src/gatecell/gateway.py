@@ -163,6 +163,23 @@ class _Client:
         twin._send = twin._sender(twin._http)
         return twin
 
+    def _chain(self, fields: dict[str, Any]) -> Any:
+        """``tools=`` and its options, taken out of ``fields``: a `gatecell.tools.Chain`."""
+        from gatecell.tools.loop import OPTIONS, Chain
+
+        chain = Chain.of({name: fields.pop(name) for name in OPTIONS if name in fields})
+        chain.log = self.journal.tool_call
+        chain.asynchronous = isinstance(self, AsyncGateway)
+        return chain
+
+    def _resumption(self, chain: str, options: dict[str, Any]) -> Any:
+        """What resuming ``chain`` takes (`gatecell.tools.resume`), the options checked."""
+        from gatecell.tools.loop import OPTIONS, Chain
+        from gatecell.tools.resume import resumption
+
+        asked = Chain.of({name: options[name] for name in OPTIONS if name in options})
+        return resumption(self.journal.store.chain(chain), chain, asked)
+
     def _target(self, base_url: str, local: bool) -> None:
         self.journal.gateway = LOCAL if local else root_url(base_url.partition("?")[0])
         self.usage_known = local  # the local gateway reports usage on streams when asked
@@ -295,6 +312,16 @@ class Gateway(
         engine = _embedder(self, texts, labels, options, async_httpx_sender(http), http.aclose)
         return drive(engine, progress and engine.to_send > 0, "embed", "texts")
 
+    def resume(self, chain: str, **options: Any) -> Any:
+        """Go on with the tool chain ``chain`` (``r.tool_calls.chain``) that was cut short:
+        the calls of its last round that finished are not run again (their results come from
+        the log), the others run now, then the model goes on. ``tools=`` again (the log keeps
+        calls, not code), and any option of ``chat``'s ``tools=``. See `gatecell.tools.resume`."""
+        plan = self._resumption(chain, options)
+        plan.pending.run()
+        method = getattr(self, plan.method)
+        return plan.finished(method(**plan.arguments(), **options))
+
     def close(self) -> None:
         if self._owns_http:
             self._http.close()
@@ -366,6 +393,13 @@ class AsyncGateway(
 
         engine = _embedder(self, texts, labels, options, self._send)
         return await adrive(engine, progress and engine.to_send > 0, "embed", "texts")
+
+    async def resume(self, chain: str, **options: Any) -> Any:
+        """`Gateway.resume`, awaited."""
+        plan = self._resumption(chain, options)
+        await plan.pending.arun()
+        method = getattr(self, plan.method)
+        return plan.finished(await method(**plan.arguments(), **options))
 
     async def aclose(self) -> None:
         if self._owns_http:

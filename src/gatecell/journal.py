@@ -91,6 +91,8 @@ class CallContext:
 
 _EMPTY = CallContext()
 _current: ContextVar[CallContext] = ContextVar("gatecell_call_context", default=_EMPTY)
+# When the last exchange this context logged started: the one a tool call's row points to.
+_asked_at: ContextVar[float | None] = ContextVar("gatecell_asked_at", default=None)
 
 
 def current() -> CallContext:
@@ -235,6 +237,34 @@ class Journal(Hooks):
 
     # -- the log ------------------------------------------------------------------------
 
+    def tool_call(self, call: Any, chain: str) -> None:
+        """Log one call of a tool chain (a `gatecell.tools.ToolCall`: its result as sent,
+        redacted and capped already) beside the exchange whose answer asked for it: the last
+        one this context logged."""
+        if not self._log():
+            return
+        from gatecell.store.records import ToolCallEntry
+
+        context = _current.get()
+        entry = ToolCallEntry(
+            time.time(),
+            _asked_at.get(),
+            self.gateway,
+            chain,
+            call.round,
+            call.id,
+            call.name,
+            call.arguments,
+            call.output if call.error is None else None,
+            call.error,
+            call.approved,
+            call.seconds,
+            context.conversation,
+            notebook_of(context),
+            (self._key(),),
+        )
+        self.store.record_tool_call(entry)
+
     def ended(self, outcome: Outcome) -> Commit | None:
         """Log one outcome: an exchange, a job's news, or both (a submit); the `Commit` to
         wait for (None when nothing was logged)."""
@@ -308,6 +338,7 @@ class Journal(Hooks):
             cost_source=cost_source,
             wake=self._wake,
         )
+        _asked_at.set(note.at)  # a tool call this answer asks for is logged beside it (`tool_call`)
         ticket = logged if logged is not None else ticket  # the later ticket covers the job's too
         return None if ticket is None else Commit(self.store, ticket)
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gatecell.cli.tools import add_options, options_of
 from gatecell.connect import explain_unserved
 from gatecell.wire.transport.errors import APIError, GatecellError
 from gatecell.wire.util._terminal import printable
@@ -50,8 +51,16 @@ def _chat(args: argparse.Namespace) -> int:
         "top_p": args.top_p,
         "max_tokens": args.max_tokens,
     }
+    tooling = options_of(args)
     with _gateway() as gw:
         try:
+            if tooling:  # the chain: text streamed through on_event, each call a line on stderr
+                reply = gw.chat(**params, stream=not args.no_stream, **tooling)
+                ending = "\n" if not args.no_stream else printable(reply.text or "") + "\n"
+                sys.stdout.write(ending)
+                if reply.tool_calls.stopped:
+                    print(printable(f"gatecell: {reply.tool_calls.stopped}"), file=sys.stderr)
+                return 0
             if args.no_stream:
                 print(printable(gw.chat(**params).text or ""))
                 return 0
@@ -199,6 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--top-p", type=float, help="0 to 1")
     chat.add_argument("--max-tokens", type=int)
     chat.add_argument("--no-stream", action="store_true", help="wait for the whole reply")
+    add_options(chat)
     chat.set_defaults(run=_chat)
 
     models = sub.add_parser("models", help="list the models the gateway serves")

@@ -46,6 +46,7 @@ ENV: dict[str, tuple[str, Any]] = {
     "log_media": ("GATECELL_LOG_MEDIA", False),
     "cache": ("GATECELL_CACHE", False),
     "prices": ("GATECELL_PRICES", ""),
+    "approve_tools": ("GATECELL_APPROVE_TOOLS", True),
 }
 
 
@@ -105,6 +106,9 @@ class Gatecell(Configurable):
     cache = Bool(help="Answer a request identical to a logged one from the log (no request sent).").tag(
         config=True
     )
+    approve_tools = Bool(
+        help="Ask before each tool call of %%chat --tools runs (tools marked safe=True are not asked about)."
+    ).tag(config=True)
     prices = Union(
         [Unicode(), Dict()],
         help="Prices for %gatecell usage: a TOML or JSON file, or {model: {'input': $, 'output': $}} "

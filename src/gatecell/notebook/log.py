@@ -83,6 +83,8 @@ def _show_rows(rows: list[dict[str, Any]], note: str, similarity: bool = False) 
     for row in rows:
         usage = row["usage"] or {}
         flags = [f for f in ("cached" if row["cached"] else "", "partial" if row["partial"] else "") if f]
+        if row.get("tool_calls"):
+            flags.append(f"{len(row['tool_calls'])} tool call{'s' if len(row['tool_calls']) > 1 else ''}")
         table.append(
             (
                 row["time"].replace("T", " ")[:19],

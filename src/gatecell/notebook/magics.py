@@ -52,6 +52,7 @@ SPECS: dict[str, tuple[str, tuple[str, ...]]] = {
             *("image", "last_plot", "file", "as_text"),
             "cache",
             *("over", "jobs", "rpm", "tpm", "schema", "choices"),
+            *("tools", "mcp", "yes", "max_rounds"),
         ),
     ),
     "reason": (
@@ -99,10 +100,14 @@ HELP = """gatecell magics (each takes --help):
   --error the last error; --code puts the reply's code in a new cell; --show-prompt shows what is sent.
   Pictures and files: {fig} puts a figure, an image or an array in the prompt; --image PATH|URL|VAR,
   --last-plot (the last picture shown), --file PATH (text, or a PDF; --as-text sends its text).
+  Tools: %%chat --tools f,g offers your functions to the model (--mcp NAME an MCP server's); each
+  call is asked about first (not with --yes, safe=True, %config Gatecell.approve_tools = False).
 %gatecell models | config | key | history [NAME] [--all] | reset [NAME] [--all] | explain [--code] | help
 %gatecell log [-n N] [-q TEXT] [--similar TEXT] | usage [--since DATE] | jobs | job ID | export NAME [PATH]
   | restore NAME
 %gatecell search "TEXT" --in DF.COLUMN [-k 5] [--rerank MODEL]: the rows nearest TEXT by meaning
+%gatecell mcp list | add NAME -- CMD ARGS | prompt NAME PROMPT [K=V...] | read NAME URI
+%gatecell resume CHAIN --tools f,g [--yes]   a tool chain cut short goes on
   every exchange is logged in GATECELL_HOME/gatecell.db (off: %config Gatecell.log = False);
   --cache (or %config Gatecell.cache = True) answers a request made before from the log
 Defaults: %config Gatecell (or GATECELL_MODEL, GATECELL_IMAGE_MODEL, ... in the environment).
@@ -160,6 +165,17 @@ def _gatecell_parser() -> MagicParser:
     for opt in ("out", "debug"):
         flags, kw = OPTIONS[opt]
         search.add_argument(*flags, dest=opt, **kw)
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP servers: list | add NAME -- CMD ARGS | prompt NAME PROMPT [KEY=VALUE...] | read NAME URI",
+    )
+    resume = sub.add_parser("resume", help="go on with a tool chain cut short (its id: r.tool_calls.chain)")
+    resume.add_argument("chain", help="the chain's id (the log's tool_calls.chain)")
+    for opt in ("tools", "yes", "out", "debug"):
+        flags, kw = OPTIONS[opt]
+        resume.add_argument(*flags, dest=opt, **kw)
+    mcp.add_argument("action", choices=("list", "add", "prompt", "read"))
+    mcp.add_argument("words", nargs=argparse.REMAINDER, help="what the action takes")
     _store_commands(sub)
     return p
 
@@ -399,10 +415,38 @@ class GatecellMagics(Magics):
         elif self.defaults.system and not conv.turns:
             conv.set_system(self.defaults.system)
         model = ns.model or self.defaults.model
+        tools = self._tools(ns)
         with self._serving(ns, model, "model"):
             return self._converse(
-                ns, prompt, conv.messages(prompt), model, ns.api or self.defaults.api, conv=conv, typed=typed
+                ns,
+                prompt,
+                conv.messages(prompt),
+                model,
+                ns.api or self.defaults.api,
+                conv=conv,
+                typed=typed,
+                tools=tools,
             )
+
+    def _tools(self, ns: argparse.Namespace) -> dict[str, Any] | None:
+        """``--tools``, ``--mcp``, ``--yes``, ``--max-rounds``: the chain's options, checked
+        before anything is sent (see `tooling`)."""
+        if not ns.tools and not ns.mcp:
+            return None
+        from .tooling import asker, tools_named
+
+        given = tools_named(ns.tools or "", self.namespace)
+        if ns.mcp:
+            from gatecell.tools.mcp import servers_tools
+
+            try:
+                given += servers_tools(ns.mcp)
+            except (ValueError, RuntimeError) as exc:
+                raise UsageError(f"%chat --mcp: {exc}") from None
+        options: dict[str, Any] = {"tools": given, "approve": asker(ns.yes, self.defaults.approve_tools)}
+        if ns.max_rounds is not None:
+            options["max_rounds"] = ns.max_rounds
+        return options
 
     def _over(self, ns: argparse.Namespace, template: str, typed: dict[str, Any]) -> Any:
         """``%%chat --over NAME``: the cell once per row of NAME (`Gateway.map`), with a progress
@@ -467,6 +511,7 @@ class GatecellMagics(Magics):
         conv: Any = None,
         effort: str | None = None,
         typed: dict[str, Any] | None = None,
+        tools: dict[str, Any] | None = None,
     ) -> Any:
         from gatecell.wire.transport.errors import StreamError
 
@@ -478,14 +523,20 @@ class GatecellMagics(Magics):
             from .display import show_prompt
 
             show_prompt(sent, filled=getattr(ns, "filled", ()))
-        stream = not ns.no_stream and not typed  # a typed answer is read whole
-        sampling = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
-        result: Any = self.session.gateway.converse(
-            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {})
-        )
+        # a typed answer is read whole; a tool chain too (its answer shows whole, and the log keeps
+        # whole answers, which `%gatecell resume` goes on from)
+        stream = not ns.no_stream and not typed and tools is None
+        sampling: dict[str, Any] = {k: getattr(ns, k, None) for k in ("temperature", "top_p", "max_tokens")}
         live = LiveMarkdown(rich=rich_output(self.defaults.output), interval=self.defaults.update_interval)
+        if tools is not None:  # the chain's calls show as they end, its answer whole after them
+            from .tooling import ToolLines
+
+            tools = {**tools, "on_event": ToolLines(live.rich)}
+        result: Any = self.session.gateway.converse(
+            api, model, messages, stream=stream, effort=effort, **sampling, **(typed or {}), **(tools or {})
+        )
         error: BaseException | None = None
-        if stream:
+        if stream and tools is None:
             try:
                 for fragment in result:
                     live.append(fragment)
@@ -515,6 +566,8 @@ class GatecellMagics(Magics):
             note = f"{what}: partial reply" + (
                 f", kept in conversation '{conv.name}'" if conv is not None and text else ""
             )
+        if tools is not None and result.tool_calls.stopped:
+            note = result.tool_calls.stopped
         aside = ("Reasoning summary", reasoning) if reasoning else None
         shown = text
         if typed:
@@ -527,6 +580,8 @@ class GatecellMagics(Magics):
             conv.add(prompt, text, partial=error is not None, prov=prov)
         parsed = {"parsed": result.parsed, "parse_error": result.parse_error} if typed else {}
         value = Text(text, prov, partial=error is not None, reasoning=reasoning, **parsed).quiet()
+        if tools is not None:
+            value.tool_calls = result.tool_calls
         if error is not None:
             self._store(ns, value)
             raise error
@@ -688,6 +743,36 @@ class GatecellMagics(Magics):
             with calls_in(self.shell):
                 return self._guard(ns, lambda: self._resume(ns))
         return getattr(self, f"_cmd_{command}")(ns)
+
+    def _cmd_resume(self, ns: argparse.Namespace) -> Any:
+        """``%gatecell resume CHAIN --tools f,g``: the chain goes on (`Gateway.resume`), each
+        call a line, the answer shown; the calls that finished before are not run again."""
+        if not ns.tools:
+            raise UsageError("%gatecell resume: name the chain's functions again with --tools f,g")
+        from .display import rich_output, show_markdown
+        from .log import calls_in
+        from .tooling import ToolLines, asker, tools_named
+        from .values import Text
+
+        tools = tools_named(ns.tools, self.namespace)
+        approve = asker(ns.yes, self.defaults.approve_tools)
+        lines = ToolLines(rich_output(self.defaults.output))
+
+        def go() -> Any:
+            result = self.session.gateway.resume(ns.chain, tools=tools, approve=approve, on_event=lines)
+            text = _reply_text(result)
+            show_markdown(text)
+            value = Text(text).quiet()
+            value.tool_calls = result.tool_calls
+            return value
+
+        with calls_in(self.shell):
+            return self._guard(ns, go)
+
+    def _cmd_mcp(self, ns: argparse.Namespace) -> Any:
+        from .tooling import mcp_command
+
+        return mcp_command(ns.action, ns.words)
 
     def _cmd_help(self, ns: argparse.Namespace) -> None:
         print(HELP)

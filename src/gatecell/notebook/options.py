@@ -120,6 +120,29 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--choices",),
         {"metavar": "A,B,C", "help": "a typed answer: exactly one of these labels (comma separated)"},
     ),
+    "tools": (
+        ("--tools",),
+        {
+            "metavar": "F,G",
+            "help": "offer these functions (or lists or Toolboxes of them) of the notebook to the model "
+            "as tools; each call is asked about first and shown as a line",
+        },
+    ),
+    "mcp": (
+        ("--mcp",),
+        {"metavar": "NAME", "action": "append", "help": "offer the tools of this MCP server (mcp.json)"},
+    ),
+    "yes": (
+        ("--yes",),
+        {
+            "action": "store_true",
+            "help": "run the tools' calls without asking (%%config Gatecell.approve_tools)",
+        },
+    ),
+    "max_rounds": (
+        ("--max-rounds",),
+        {"type": int, "metavar": "N", "help": "with --tools: at most N requests in the chain (8)"},
+    ),
     "rpm": (("--rpm",), {"type": float, "metavar": "R", "help": "with --over: at most R requests a minute"}),
     "tpm": (("--tpm",), {"type": float, "metavar": "T", "help": "with --over: at most T tokens a minute"}),
     "no_interpolate": (

@@ -55,12 +55,14 @@ class _Shown:
 class Text(_Shown, str):
     """A reply's text. ``.partial`` is True when the stream was cut or interrupted;
     ``.prov`` holds its provenance; ``.reasoning`` a reasoning summary if one came; a typed
-    answer's value is ``.parsed`` (None when it did not validate: ``.parse_error`` says why)."""
+    answer's value is ``.parsed`` (None when it did not validate: ``.parse_error`` says why);
+    ``.tool_calls`` every call of a tool chain (``%%chat --tools``; empty otherwise)."""
 
     partial: bool
     reasoning: str | None
     parsed: Any
     parse_error: str | None
+    tool_calls: Any = ()
 
     def __new__(
         cls,

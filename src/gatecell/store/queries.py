@@ -225,7 +225,74 @@ def exchanges(
     if n:
         sql += " LIMIT ?"
         args.append(n)
-    return [_exchange(row) for row in conn.execute(sql, args)]
+    return _with_tool_calls(conn, [_exchange(row) for row in conn.execute(sql, args)])
+
+
+def _with_tool_calls(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with ``tool_calls``: the calls each exchange's answer asked for, in order."""
+    calls: dict[int, list[dict[str, Any]]] = {row["id"]: [] for row in rows}
+    if calls:
+        marks = ", ".join("?" * len(calls))
+        try:
+            found = conn.execute(
+                "SELECT exchange_id, name, arguments_json, result, error, approved, seconds FROM tool_calls "
+                f"WHERE exchange_id IN ({marks}) ORDER BY id",
+                list(calls),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a file of a gatecell before tools, opened read-only
+            found = []
+        for exchange, name, arguments, result, error, approved, seconds in found:
+            calls[exchange].append(
+                {
+                    "name": name,
+                    "arguments": _loads(arguments),
+                    "result": result,
+                    "error": error,
+                    "approved": None if approved is None else bool(approved),
+                    "seconds": seconds,
+                }
+            )
+    for row in rows:
+        row["tool_calls"] = calls[row["id"]]
+    return rows
+
+
+def chain(conn: sqlite3.Connection, chain_id: str) -> dict[str, Any] | None:
+    """A tool chain as the log has it (for ``gw.resume``): its calls, oldest first, and the
+    exchange whose answer asked for the last round's (its request and answer); None when the
+    log has no call of it."""
+    try:
+        calls = conn.execute(
+            "SELECT exchange_id, round, call_id, name, arguments_json, result, error FROM tool_calls "
+            "WHERE chain = ? ORDER BY id",
+            (chain_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # a file of a gatecell before tools
+        return None
+    if not calls:
+        return None
+    asked = conn.execute(
+        "SELECT endpoint, model, api, params_json, prompt, messages_json, response_json "
+        "FROM exchanges WHERE id = ?",
+        (calls[-1][0],),
+    ).fetchone()
+    return {
+        "calls": [
+            {"round": r, "call_id": c, "name": n, "arguments": _loads(a), "result": res, "error": err}
+            for _, r, c, n, a, res, err in calls
+        ],
+        "exchange": None
+        if asked is None
+        else {
+            "endpoint": asked[0],
+            "model": asked[1],
+            "api": asked[2],
+            "params": _loads(asked[3]) or {},
+            "prompt": asked[4],
+            "messages": _loads(asked[5]),
+            "response": _loads(asked[6]),
+        },
+    }
 
 
 def conversation(conn: sqlite3.Connection, name: str) -> list[dict[str, Any]]:

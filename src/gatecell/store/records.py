@@ -41,6 +41,9 @@ __all__ = [
     "VectorsEntry",
     "exchange_row",
     "job_row",
+    "ToolCallEntry",
+    "TOOL_CALL_COLUMNS",
+    "tool_call_row",
     "iso",
     "usage_counts",
     "text_of",
@@ -94,6 +97,28 @@ class JobEntry:
     error: str | None
     notebook: str | None
     body: Any
+    secrets: Secrets
+
+
+@dataclass(slots=True)
+class ToolCallEntry:
+    """One call of a tool chain (`gatecell.tools.ToolCall`), and the exchange that asked for
+    it: found by its time and gateway when the row is written (the exchange's row comes first)."""
+
+    at: float
+    exchange_at: float | None
+    gateway: str | None
+    chain: str
+    round: int
+    call_id: str
+    name: str
+    arguments: Any
+    result: str | None
+    error: str | None
+    approved: bool | None
+    seconds: float
+    conversation: str | None
+    notebook: str | None
     secrets: Secrets
 
 
@@ -278,6 +303,12 @@ JOB_COLUMNS = tuple(
 )
 
 
+TOOL_CALL_COLUMNS = tuple(
+    "time exchange_time gateway chain round call_id name arguments_json result error approved seconds "
+    "conversation notebook".split()
+)
+
+
 def _columns(columns: tuple[str, ...], names: str) -> tuple[int, ...]:
     return tuple(columns.index(name) for name in names.split())
 
@@ -292,6 +323,8 @@ _EXCHANGE_JSON = _columns(
 )
 _JOB_TEXTS = _columns(JOB_COLUMNS, "gateway kind job_id model prompt state error notebook")
 _JOB_JSON = _columns(JOB_COLUMNS, "body_json")
+_TOOL_TEXTS = _columns(TOOL_CALL_COLUMNS, "name result error conversation notebook")
+_TOOL_JSON = _columns(TOOL_CALL_COLUMNS, "arguments_json")
 
 
 def _redacted(
@@ -391,3 +424,25 @@ def job_row(j: JobEntry) -> tuple[Any, ...]:
         body,
     ]
     return _redacted(row, _JOB_TEXTS, _JOB_JSON, j.secrets)
+
+
+def tool_call_row(t: ToolCallEntry) -> tuple[Any, ...]:
+    """The ``tool_calls`` row of an entry (less its exchange id, which the insert finds),
+    every text redacted."""
+    row = [
+        iso(t.at),
+        iso(t.exchange_at) if t.exchange_at is not None else None,
+        gateway_address(t.gateway),
+        t.chain,
+        t.round,
+        t.call_id,
+        t.name,
+        _json(t.arguments),
+        t.result,
+        t.error,
+        None if t.approved is None else int(t.approved),
+        t.seconds,
+        t.conversation,
+        t.notebook,
+    ]
+    return _redacted(row, _TOOL_TEXTS, _TOOL_JSON, t.secrets)

@@ -100,6 +100,16 @@ def exchange_text(row: dict[str, Any]) -> str:
         lines += ["### Error", "", row["error"], ""]
     if row["response"] is not None or not row["error"]:
         lines += ["### Response", "", row["response"] or "", ""]
+    if row.get("tool_calls"):
+        lines += ["### Tool calls", ""]
+        for call in row["tool_calls"]:
+            arguments = call["arguments"]
+            shown = (
+                ", ".join(f"{k}={v!r}" for k, v in arguments.items()) if isinstance(arguments, dict) else ""
+            )
+            outcome = f"✗ {call['error']}" if call["error"] else f"✓ {short(call['result'] or '', 80)}"
+            lines.append(f"- {call['name']}({short(shown, 120)})  {outcome}")
+        lines.append("")
     if row.get("schema"):
         value = (
             json.dumps(row["parsed"], ensure_ascii=False)

@@ -67,10 +67,12 @@ from .records import (
     ExchangeEntry,
     JobEntry,
     PricesEntry,
+    ToolCallEntry,
     VectorsEntry,
     exchange_row,
     iso,
     job_row,
+    tool_call_row,
     usage_counts,
 )
 from .tables import migrate
@@ -85,6 +87,12 @@ _LOOKUP_WAIT = 2.0  # seconds a read waits for this process's own pending writes
 
 _ROW = f"({', '.join('?' * len(EXCHANGE_COLUMNS))})"
 _INSERT = f"INSERT INTO exchanges ({', '.join(EXCHANGE_COLUMNS)}) VALUES "
+# A tool call's exchange: the one logged at the time it names, on its gateway (written first).
+_TOOL_CALL = (
+    "INSERT INTO tool_calls (time, exchange_id, chain, round, call_id, name, arguments_json, result, error, "
+    "approved, seconds, conversation, notebook) VALUES (?, (SELECT max(id) FROM exchanges WHERE time = ? "
+    "AND gateway IS ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _ROWS_PER_INSERT = 999 // len(EXCHANGE_COLUMNS)  # within the 999 variables of the oldest SQLite
 _UPSERT = (
     f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))}) "
@@ -156,7 +164,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 _STOP = object()
-Entry = ExchangeEntry | JobEntry | PricesEntry | VectorsEntry
+Entry = ExchangeEntry | JobEntry | PricesEntry | VectorsEntry | ToolCallEntry
 _STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 
 
@@ -340,6 +348,13 @@ class Store:
             body,
             secrets,
         )
+        return self._put(entry)
+
+    def record_tool_call(self, entry: ToolCallEntry) -> int | None:
+        """Record one call of a tool chain (see `ToolCallEntry`); returns at once with a
+        ticket, like `record_exchange`."""
+        if not self.log_enabled or self.off is not None:
+            return None
         return self._put(entry)
 
     # -- what exchanges cost ---------------------------------------------------------------
@@ -598,7 +613,7 @@ class Store:
         """Commit ``entries`` in one transaction (under `_writing`); False only when the file
         stayed locked and ``patient`` is False (nothing written: the entries are still to
         write). A fault turns the store off, and the entries count as done."""
-        exchanges, jobs, prices, vectors = [], [], [], []
+        exchanges, jobs, prices, vectors, calls = [], [], [], [], []
         for entry in entries:
             try:
                 if isinstance(entry, ExchangeEntry):
@@ -607,6 +622,8 @@ class Store:
                     jobs.append(job_row(entry))
                 elif isinstance(entry, VectorsEntry):
                     vectors.append(entry)
+                elif isinstance(entry, ToolCallEntry):
+                    calls.append(tool_call_row(entry))
                 else:
                     prices.append(entry)
             except Exception as exc:  # one odd entry must not cost the others
@@ -614,13 +631,13 @@ class Store:
                     f"entry:{self.path}", f"an exchange could not be logged ({type(exc).__name__}: {exc})"
                 )
         for attempt in range(_ATTEMPTS):
-            if self.off is not None or not (exchanges or jobs or prices or vectors):
+            if self.off is not None or not (exchanges or jobs or prices or vectors or calls):
                 break
             try:
                 if self._conn is None:
                     self._conn = connect(self.path)
                     self._conn.execute("PRAGMA wal_autocheckpoint = 0")  # see Checkpointer
-                self._commit(self._conn, exchanges, jobs, prices, vectors)
+                self._commit(self._conn, exchanges, jobs, prices, vectors, calls)
             except sqlite3.OperationalError as exc:
                 if _busy(exc) and not patient:
                     return False
@@ -636,7 +653,7 @@ class Store:
                 break
             else:
                 self.batches += 1
-                self.rows += len(exchanges) + len(jobs)
+                self.rows += len(exchanges) + len(jobs) + len(calls)
                 if self._checkpoints is None:
                     self._checkpoints = Checkpointer(self.path, connect)
                 self._checkpoints.count(len(entries))
@@ -650,6 +667,7 @@ class Store:
         jobs: list[tuple[Any, ...]],
         prices: list[PricesEntry],
         vectors: list[VectorsEntry],
+        calls: list[tuple[Any, ...]],
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -659,6 +677,8 @@ class Store:
                 keep(conn, block)
             if jobs:
                 conn.executemany(_UPSERT, jobs)
+            if calls:  # after the exchanges: a call's exchange may be in this very batch
+                conn.executemany(_TOOL_CALL, calls)
             for entry in prices:  # what the gateway says now replaces what it said before
                 conn.execute("DELETE FROM model_prices WHERE gateway = ?", (gateway_address(entry.gateway),))
                 conn.executemany("INSERT INTO model_prices VALUES (?, ?, ?, ?, ?)", entry.rows())
@@ -750,6 +770,10 @@ class Store:
         """The newest ``n`` exchanges (``n`` None or 0: all), newest first; ``q`` words all
         in the prompt or reply, ``model`` and ``conversation`` exact."""
         return self._query(queries.exchanges, n, q, model, conversation) or []
+
+    def chain(self, chain_id: str) -> dict[str, Any] | None:
+        """A tool chain's calls and the exchange of its last round (``gw.resume``)."""
+        return self._query(queries.chain, chain_id)
 
     def conversation(self, name: str) -> list[dict[str, Any]]:
         """The turns of a named conversation, oldest first (for ``%gatecell restore``)."""

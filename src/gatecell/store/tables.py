@@ -95,6 +95,26 @@ empties both. A block holds the vectors of one answer; ``embeddings`` says where
 | vectors | BLOB | the vectors, one after the other: little-endian float32, as the gateway gave them |
 | created | TEXT | when they were kept (UTC ISO 8601) |
 
+``tool_calls``: one row per call of a tool chain (``gw.chat(..., tools=[...])``), each beside
+the exchange whose answer asked for it.
+
+| Column | Type | What |
+|---|---|---|
+| id | INTEGER PRIMARY KEY | order of insertion |
+| time | TEXT | when the call ended (UTC ISO 8601) |
+| exchange_id | INTEGER | the ``exchanges`` row of the answer that asked for it (NULL: not logged) |
+| chain | TEXT | the chain's id (``r.tool_calls.chain``): the calls of one chain share it |
+| round | INTEGER | the request of the chain, from 1, whose answer asked for it |
+| call_id | TEXT | the model's id of the call |
+| name | TEXT | the tool's name |
+| arguments_json | TEXT | the arguments, validated (or as the model sent them when they were not valid) |
+| result | TEXT | what was sent back, redacted and capped; NULL after an error |
+| error | TEXT | the one line sent back instead (a raise, a timeout, a denial, bad arguments) |
+| approved | INTEGER | 1 approved, 0 denied, NULL when nobody was asked |
+| seconds | REAL | the tool's own time |
+| conversation | TEXT | the conversation's name |
+| notebook | TEXT | the notebook's path |
+
 ``exchanges_fts``: an FTS5 index of ``exchanges.prompt`` and ``.response`` (external content),
 where SQLite has FTS5; ``gatecell logs -q`` falls back to LIKE without it. The index is brought
 up to date when it is searched (``fts_indexed`` holds the last ``exchanges.id`` it covers), not
@@ -311,6 +331,30 @@ def _embeddings(conn: sqlite3.Connection) -> None:
     )
 
 
+def _tool_calls(conn: sqlite3.Connection) -> None:
+    """Every call of a tool chain, beside the exchange whose answer asked for it."""
+    conn.execute(
+        """CREATE TABLE tool_calls (
+            id INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            exchange_id INTEGER REFERENCES exchanges (id),
+            chain TEXT NOT NULL,
+            round INTEGER NOT NULL,
+            call_id TEXT,
+            name TEXT NOT NULL,
+            arguments_json TEXT,
+            result TEXT,
+            error TEXT,
+            approved INTEGER,
+            seconds REAL,
+            conversation TEXT,
+            notebook TEXT
+        )"""
+    )
+    conn.execute("CREATE INDEX tool_calls_chain ON tool_calls (chain, round)")
+    conn.execute("CREATE INDEX tool_calls_exchange ON tool_calls (exchange_id)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _tables,
     _search,
@@ -318,6 +362,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _typed_answers,
     _costs,
     _embeddings,
+    _tool_calls,
 ]
 VERSION = len(MIGRATIONS)
 

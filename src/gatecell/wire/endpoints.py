@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypedDict, TypeVar, overload
 from urllib.parse import quote
+
+from typing_extensions import Unpack
 
 from gatecell.wire.apis import embeddings, spec
 from gatecell.wire.apis._decoders import GenerateContentDecoder, MessagesDecoder, ResponsesDecoder
@@ -27,9 +29,23 @@ from gatecell.wire.transport.exchange import Call, Program
 from gatecell.wire.transport.results import Job
 from gatecell.wire.typed.typed_calls import Typed, typed_request
 
-__all__ = ["Endpoints", "Programs", "Messages"]
+__all__ = ["Endpoints", "Programs", "Messages", "ToolOptions"]
 
 Messages = list[dict[str, Any]]
+
+
+class ToolOptions(TypedDict, total=False):
+    """``tools=`` and its options, as `Endpoints.converse` passes them on (see `gatecell.tools`)."""
+
+    tools: Any
+    approve: Callable[[Any], Any] | None
+    max_rounds: int
+    tool_timeout: float | None
+    parallel: bool
+    on_event: Callable[[Any], Any] | None
+    tool_result_chars: int
+
+
 # What the endpoints return: the result itself on `Gateway`, a coroutine of it on
 # `AsyncGateway`, a program on `Programs`.
 _Completion = TypeVar("_Completion")
@@ -129,8 +145,10 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if stream and self._asks_usage():
             data["stream_options"] = {"include_usage": True}
+        tooling = self._tooling(fields, typed)
         body = self._body(spec.ChatRequest, self.chat, data, fields, extra_body)
-        return self._run(self._conversation("chat", model, spec.ChatRequest, body, typed, self._chat))
+        request_model = spec.ChatRequest
+        return self._run(self._conversation("chat", model, request_model, body, typed, self._chat, tooling))
 
     @overload
     def messages(
@@ -190,13 +208,15 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             "max_tokens": max_tokens,
             "stream": stream,
         }
+        tooling = self._tooling(fields, typed)
         body = self._body(spec.MessagesRequest, self.messages, data, fields, extra_body)
 
         def send(request: spec.MessagesRequest, schema: Any) -> Program[Any]:
             call = Call("POST", "/v1/messages", request_body(request), stream, model)
             return self._native(call, MessagesDecoder, schema)
 
-        return self._run(self._conversation("messages", model, spec.MessagesRequest, body, typed, send))
+        request_model = spec.MessagesRequest
+        return self._run(self._conversation("messages", model, request_model, body, typed, send, tooling))
 
     @overload
     def generate_content(
@@ -252,6 +272,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         if isinstance(contents, str):
             contents = [{"role": "user", "parts": [{"text": contents}]}]
         data = {"contents": with_parts("generate-content", contents)}
+        tooling = self._tooling(fields, typed)
         body = self._body(spec.GenerateContentRequest, self.generate_content, data, fields, extra_body)
         name = quote(model.removeprefix("models/"), safe="-._~@")
         path = (
@@ -265,7 +286,9 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
             return self._native(call, GenerateContentDecoder, schema)
 
         request_model = spec.GenerateContentRequest
-        return self._run(self._conversation("generate-content", model, request_model, body, typed, send))
+        return self._run(
+            self._conversation("generate-content", model, request_model, body, typed, send, tooling)
+        )
 
     @overload
     def responses(
@@ -326,13 +349,15 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         }
         if effort is not None:
             data["reasoning"] = {**(fields.pop("reasoning", None) or {}), "effort": effort}
+        tooling = self._tooling(fields, typed)
         body = self._body(spec.ResponsesRequest, self.responses, data, fields, extra_body)
 
         def send(request: spec.ResponsesRequest, schema: Any) -> Program[Any]:
             call = Call("POST", "/v1/responses", request_body(request), stream, model)
             return self._native(call, ResponsesDecoder, schema)
 
-        return self._run(self._conversation("responses", model, spec.ResponsesRequest, body, typed, send))
+        request_model = spec.ResponsesRequest
+        return self._run(self._conversation("responses", model, request_model, body, typed, send, tooling))
 
     @overload
     def converse(
@@ -349,6 +374,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         schema: Any = None,
         choices: Any = None,
         repairs: int = 1,
+        **tools: Unpack[ToolOptions],
     ) -> _Completion | _Reply: ...
     @overload
     def converse(
@@ -362,6 +388,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        **tools: Unpack[ToolOptions],
     ) -> _ChatStream | _TextStream: ...
     @overload
     def converse(
@@ -375,6 +402,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         top_p: float | None = None,
         max_tokens: int | None = None,
         effort: str | None = None,
+        **tools: Unpack[ToolOptions],
     ) -> _Completion | _Reply | _ChatStream | _TextStream: ...
     def converse(
         self,
@@ -390,16 +418,17 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         schema: Any = None,
         choices: Any = None,
         repairs: int = 1,
+        **tools: Unpack[ToolOptions],
     ) -> Any:
         """One conversation (chat-style ``messages``: system and turns) on the text API named
         by ``api``: "chat", "messages", "generate-content" or "responses" (see `conversation`).
         The result is that endpoint's: a `ChatCompletion` or a `Reply`, or their streams;
-        ``schema``, ``choices``, ``repairs``: as `chat`."""
+        ``schema``, ``choices``, ``repairs``: as `chat`; ``tools=`` and its options, too."""
         method, arguments = for_api(
             api, model, messages, temperature=temperature, top_p=top_p, max_tokens=max_tokens, effort=effort
         )
         return getattr(self, method)(
-            stream=stream, schema=schema, choices=choices, repairs=repairs, **arguments
+            stream=stream, schema=schema, choices=choices, repairs=repairs, **arguments, **tools
         )
 
     # -- media ------------------------------------------------------------------------
@@ -600,15 +629,34 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         body: dict[str, Any],
         typed: Typed | None,
         send: Callable[[Any, Any], Program[Any]],
+        tooling: Any = None,
     ) -> Program[Any]:
         """The program of a text endpoint: ``send(request, schema)`` of the body validated
         now; with ``typed``, the rounds of a typed call (`typed_calls.TypedAnswer`), each
-        round's body validated as the program makes it. Every body's conversation goes
-        through the one redaction first (`conversation.outgoing`), every round's too."""
+        round's body validated as the program makes it; with ``tooling`` (`_tooling`), its
+        tool chain's program. Every body's conversation goes through the one redaction first
+        (`conversation.outgoing`), every round's too."""
         validate = functools.partial(_validated, request_model, self.api_key)
+        if tooling is not None:
+            return tooling.program(api, body, validate, send)
         if typed is None:
             return send(validate(body), None)
         return self._typed(api, model, body, typed, validate, send)
+
+    def _tooling(self, fields: dict[str, Any], typed: Typed | None) -> Any:
+        """With ``tools=`` of Python functions, the tool chain asked for (its keyword
+        arguments taken out of ``fields`` by `_chain`); None for no tools or tools in the
+        API's own shape (dicts), which go as body fields."""
+        given = fields.get("tools")
+        if given is None or (isinstance(given, (list, tuple)) and all(isinstance(t, dict) for t in given)):
+            return None
+        if typed is not None:
+            raise InvalidRequest("tools", "a typed answer (schema=, choices=) cannot go with tools= yet")
+        return self._chain(fields)
+
+    def _chain(self, fields: dict[str, Any]) -> Any:
+        """The tool chain of ``fields`` (`gatecell.tools`); the clients of the façade have one."""
+        raise InvalidRequest("tools", "Python functions as tools run on Gateway and AsyncGateway")
 
     # -- other runs -----------------------------------------------------------------------
 

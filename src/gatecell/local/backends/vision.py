@@ -53,6 +53,9 @@ PALETTE: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("beige", (225, 205, 160)),
 )
 _SAMPLE = 1024  # pictures are measured on a copy at most this many pixels a side
+# A tool chain's parts, where they belong (the model's calls, the user's results): read by
+# `tool_calls`, not here; anywhere else they are refused as any unknown part.
+_TOOL_PARTS = {"assistant": ("tool_use", "functionCall"), "user": ("tool_result", "functionResponse")}
 
 
 def read(content: Any) -> tuple[str, list[Attachment]]:
@@ -60,6 +63,8 @@ def read(content: Any) -> tuple[str, list[Attachment]]:
     was (``[picture 1]``, ``[document 1]``), and those pictures and documents, in order."""
     if isinstance(content, str):
         return content, []
+    if content is None:  # an assistant's turn of tool calls only
+        return "", []
     if not isinstance(content, list):
         raise Refused(f"message content must be a string or a list of parts, got {type(content).__name__}")
     texts: list[str] = []
@@ -93,10 +98,21 @@ def turns_of(messages: Sequence[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
     them, each turn's pictures and documents."""
     turns, attached = [], []
     for role, content in messages:
-        text, found = read(content)
+        text, found = read(_without_tool_parts(role, content))
         turns.append((role, text))
         attached.append(found)
     return turns, attached
+
+
+def _without_tool_parts(role: str, content: Any) -> Any:
+    kinds = _TOOL_PARTS.get(role)
+    if not kinds or not isinstance(content, list):
+        return content
+    return [
+        p
+        for p in content
+        if not (isinstance(p, dict) and (p.get("type") in kinds or any(k in p for k in kinds)))
+    ]
 
 
 def account(pictures: Sequence[Attachment], *, earlier: bool = False) -> str:

@@ -255,7 +255,7 @@ def pace_of(request: Request, rt: Runtime) -> float:
     return value
 
 
-async def paced(tokens: list[str], pace: float) -> AsyncIterator[str]:
+async def paced(tokens: list[T], pace: float) -> AsyncIterator[T]:
     """Yield `tokens` one by one, `pace` seconds apart, like a model generating them."""
     for i, token in enumerate(tokens):
         if i:

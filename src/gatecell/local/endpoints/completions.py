@@ -1,9 +1,11 @@
 """POST /v1/chat/completions (SPEC 2.1-2.4, 6) for ``local-chat``; other models go upstream.
 
-A ``response_format`` (json_schema, json_object) is answered with JSON (`backends.typed`)."""
+A ``response_format`` (json_schema, json_object) is answered with JSON (`backends.typed`);
+``tools`` with calls when the prompt asks for them (`backends.tool_calls`)."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import AsyncIterator
 
@@ -13,8 +15,9 @@ from starlette.responses import Response
 from gatecell.wire.apis.spec import ChatRequest
 from gatecell.wire.transport._sse import DONE, encode
 
-from ..backends import chatbot, typed, vision
+from ..backends import chatbot, tool_calls, typed, vision
 from ..registry import CHAT
+from . import tool_replies
 from .common import (
     compose,
     event_stream,
@@ -31,13 +34,18 @@ from .common import (
 @model_endpoint(ChatRequest, CHAT)
 async def completions(request: Request, req: ChatRequest, data: dict) -> Response:
     rt = runtime(request)
+    plan = requested(functools.partial(tool_calls.plan, "chat"), data)
+    head = {"id": f"chatcmpl-{secrets.token_hex(12)}", "created": now(), "model": req.model}
+    if plan is not None and plan.calls:
+        return tool_replies.chat(plan.calls, head, bool(req.stream), pace_of(request, rt))
     answer = await compose(request, _answer, req, requested(typed.by_chat, data))
+    if plan is not None and plan.said:  # the tools' results, quoted
+        answer = chatbot.cut(plan.said, [], "", req.max_tokens)
     usage = {
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
         "total_tokens": answer.prompt_tokens + answer.completion_tokens,
     }
-    head = {"id": f"chatcmpl-{secrets.token_hex(12)}", "created": now(), "model": req.model}
     if not req.stream:
         message = {"role": "assistant", "content": answer.text, "refusal": None}
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": answer.finish_reason}

@@ -3,10 +3,12 @@
 Typed answers (`backends.typed`): a messages request that forces a tool (``tool_choice``) is
 answered with that tool's call, its ``input`` filled to the tool's schema (streamed as
 ``input_json_delta`` events); a generate-content request with ``responseMimeType``
-application/json (and a ``responseSchema``) with JSON text."""
+application/json (and a ``responseSchema``) with JSON text. Offered ``tools`` are called when
+the prompt asks for them (`backends.tool_calls`, `tool_replies`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import AsyncIterator
@@ -18,9 +20,10 @@ from starlette.responses import Response
 from gatecell.wire.apis.spec import GenerateContentRequest, MessagesRequest
 from gatecell.wire.transport._sse import encode
 
-from ..backends import chatbot, typed, vision
+from ..backends import chatbot, tool_calls, typed, vision
 from ..errors import Fail, shown
 from ..registry import MESSAGES
+from . import tool_replies
 from .common import (
     compose,
     event_stream,
@@ -47,8 +50,13 @@ _FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
 async def messages(request: Request, req: MessagesRequest, data: dict) -> Response:
     rt = runtime(request)
     tool = requested(typed.forced_tool, data)
+    plan = None if tool else requested(functools.partial(tool_calls.plan, "messages"), data)
+    if plan is not None and plan.calls:
+        return tool_replies.messages(plan.calls, req.model, bool(req.stream), pace_of(request, rt))
     wanted = typed.Wanted(tool[1]) if tool else None
     answer = await compose(request, _messages_answer, req, data.get("system") or "", wanted)
+    if plan is not None and plan.said:  # the tools' results, quoted
+        answer = chatbot.cut(plan.said, [], "", req.max_tokens)
     block: dict[str, Any] = {"type": "text", "text": answer.text}
     stop = _STOP[answer.finish_reason]
     if tool is not None:
@@ -113,8 +121,15 @@ async def generate(request: Request) -> Response:
     req = await validated(GenerateContentRequest, body, data)
     served(model, f"/v1beta/models/{model}:generateContent")
     system = data.get("systemInstruction") or data.get("system_instruction") or ""
+    plan = requested(functools.partial(tool_calls.plan, "generate-content"), data)
+    if plan is not None and plan.calls:
+        return tool_replies.generate_content(
+            plan.calls, model, method, request.query_params.get("alt") == "sse"
+        )
     wanted = requested(typed.by_generate, data)
     answer = await compose(request, _content_answer, req, system, _max_output_tokens(data), wanted)
+    if plan is not None and plan.said:  # the tools' results, quoted
+        answer = chatbot.cut(plan.said, [], "", _max_output_tokens(data))
     usage = {
         "promptTokenCount": answer.prompt_tokens,
         "candidatesTokenCount": answer.completion_tokens,

@@ -1,10 +1,12 @@
 """POST /v1/responses for ``local-reasoner`` (WIRE-NOTES "Responses"), streaming or not.
 
 A ``text.format`` (json_schema, json_object) is answered with JSON (`backends.typed`) and
-echoed in the response's ``text``, as real gateways do."""
+echoed in the response's ``text``, as real gateways do; offered ``tools`` are called when the
+prompt asks for them (`backends.tool_calls`)."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -16,10 +18,11 @@ from starlette.responses import Response
 from gatecell.wire.apis.spec import ResponsesRequest
 from gatecell.wire.transport._sse import encode
 
-from ..backends import chatbot, typed, vision
+from ..backends import chatbot, tool_calls, typed, vision
 from ..backends.reasoning import EFFORTS, Thought, think
 from ..errors import Fail, shown
 from ..registry import RESPONSES
+from . import tool_replies
 from .common import compose, event_stream, json_response, model_endpoint, pace_of, paced, requested, runtime
 
 
@@ -41,9 +44,14 @@ async def responses(request: Request, req: ResponsesRequest, data: dict) -> Resp
             param="max_output_tokens",
         )
     instructions = data.get("instructions") if isinstance(data.get("instructions"), str) else None
+    shell = _shell(req.model, effort or "medium", instructions)
+    plan = requested(functools.partial(tool_calls.plan, "responses"), data)
+    if plan is not None and plan.calls:
+        return tool_replies.responses(plan.calls, shell, bool(req.stream), pace_of(request, rt))
     wanted = requested(typed.by_responses, data)
     thought = await compose(request, _think, req.input, effort, instructions, limit, wanted)
-    shell = _shell(req.model, effort or "medium", instructions)
+    if plan is not None and plan.said:  # the tools' results, quoted
+        thought = Thought("", chatbot.cut(plan.said, [], "", limit), 0)
     if wanted is not None:
         shell["text"] = data["text"]
     if not req.stream:

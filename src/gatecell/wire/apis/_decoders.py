@@ -166,10 +166,12 @@ class ChatDecoder(Decoder):
                     text = delta.get("content")
                     if text:
                         add(text)
-                    if len(delta) > 1:
+                    if len(delta) > 1 or not text:  # more than text, or no text at all
                         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                         if reasoning:
                             self.reasoning_parts.append(reasoning)
+                        if "tool_calls" in delta:  # kept for the tool loop (`gatecell.tools.dialects`)
+                            self.raw_events.append(obj)
                 if choice.get("finish_reason"):
                     self.finish_reason = choice["finish_reason"]
             elif obj.get("error") or getattr(event, "event", None) == "error":

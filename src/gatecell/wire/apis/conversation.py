@@ -394,6 +394,40 @@ def _responses_fields(messages: list[dict[str, Any]], max_tokens: int | None) ->
     return fields
 
 
+def _flat(tool: Any) -> Any:
+    """A chat tool (or tool choice) ``{"type": "function", "function": {...}}`` as responses
+    has it: the function's fields beside ``type``."""
+    if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+        return {"type": "function", **tool["function"]}
+    return tool
+
+
+def _tool_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat turns with tool calls and results as responses input items (WIRE-NOTES "Tools")."""
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "tool":
+            items.append(
+                {"type": "function_call_output", "call_id": m.get("tool_call_id"), "output": m["content"]}
+            )
+            continue
+        if m.get("content") is not None:
+            items += with_parts("responses", [{"role": m["role"], "content": m["content"]}])
+        for call in m.get("tool_calls") or ():
+            function = call.get("function") or {}
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments") or "",
+                }
+            )
+    return items
+
+
 def for_api(
     api: str,
     model: str,
@@ -467,10 +501,19 @@ def to_responses(chat: dict[str, Any]) -> dict[str, Any]:
         if k not in ("messages", "max_tokens", "reasoning_effort", "stream_options", "response_format")
     }
     messages = [
-        m if isinstance(m.get("content"), str) else {**m, "content": [neutral(p) for p in m["content"]]}
+        m
+        if isinstance(m.get("content"), (str, type(None)))
+        else {**m, "content": [neutral(p) for p in m["content"]]}
         for m in chat["messages"]
     ]
-    body.update(_responses_fields(messages, chat.get("max_tokens")))
+    said = [m for m in messages if m["role"] != "tool" and not m.get("tool_calls")]
+    body.update(_responses_fields(said, chat.get("max_tokens")))
+    if len(said) < len(messages):  # a tool chain's turns (gatecell.tools), as responses items
+        body["input"] = _tool_items(messages)
+    if isinstance(body.get("tools"), list):
+        body["tools"] = [_flat(tool) for tool in body["tools"]]
+    if isinstance(body.get("tool_choice"), dict):
+        body["tool_choice"] = _flat(body["tool_choice"])
     if chat.get("reasoning_effort"):
         body["reasoning"] = {"effort": chat["reasoning_effort"]}
     wanted = chat.get("response_format")

@@ -98,6 +98,17 @@ def to_chat(body: Any, model: str) -> dict[str, Any]:
     reasoning = reply_reasoning(body)
     if reasoning:
         message["reasoning_content"] = reasoning
+    calls = [
+        {
+            "id": item.get("call_id"),
+            "type": "function",
+            "function": {"name": item.get("name"), "arguments": item.get("arguments") or ""},
+        }
+        for item in body.get("output") or ()
+        if isinstance(item, dict) and item.get("type") == "function_call"
+    ]
+    if calls:  # a tool chain's calls (gatecell.tools), as chat has them
+        message["tool_calls"] = calls
     return {
         "id": body.get("id") or "",
         "object": "chat.completion",
@@ -107,7 +118,11 @@ def to_chat(body: Any, model: str) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "length" if body.get("status") == "incomplete" else "stop",
+                "finish_reason": "length"
+                if body.get("status") == "incomplete"
+                else "tool_calls"
+                if calls
+                else "stop",
             }
         ],
         "usage": usage_of(body.get("usage")),

@@ -60,7 +60,8 @@ __all__ = [
     "explain",
 ]
 
-Role = Literal["system", "user", "assistant"]
+# SPEC 2.2's roles, and "tool" for a tool's result (WIRE-NOTES "Tools").
+Role = Literal["system", "user", "assistant", "tool"]
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R", bound="RequestModel")
 
@@ -263,12 +264,20 @@ def _gc_part(part: dict[str, Any], where: str) -> None:
 class Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: Role
-    content: str | list[Any]  # SPEC 2.2: a string; or content parts (WIRE-NOTES)
+    # SPEC 2.2: a string; or content parts (WIRE-NOTES); none beside an assistant's tool calls
+    content: str | list[Any] | None = None
 
     @field_validator("content", mode="before")
     @classmethod
     def _parts(cls, value: Any) -> Any:
-        return check_parts("chat", value)
+        return None if value is None else check_parts("chat", value)
+
+    @model_validator(mode="after")
+    def _said(self) -> Message:
+        calls = (self.model_extra or {}).get("tool_calls")
+        if self.content is None and not (self.role == "assistant" and calls):
+            raise ValueError("content must be a string or a list of content parts, got None")
+        return self
 
 
 class ChatRequest(RequestModel):
@@ -561,7 +570,9 @@ class ChatCompletion(BaseModel):
 
     Asked for a typed answer (``schema=`` or ``choices=``), ``parsed`` is the validated value
     (None when the answer never validated, and ``parse_error`` says why in one line); both
-    are None when no schema was asked.
+    are None when no schema was asked. Given ``tools=``, ``tool_calls`` lists every call of
+    the chain (see `gatecell.tools`); empty otherwise (the calls in a message are its own
+    ``message.tool_calls``).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -575,6 +586,7 @@ class ChatCompletion(BaseModel):
     # `typed_calls.read_answer`), never a body's (a gateway's "parsed" is dropped), never dumped.
     parsed: Any = Field(default=None, exclude=True, repr=False)
     parse_error: str | None = Field(default=None, exclude=True, repr=False)
+    tool_calls: list[Any] = Field(default_factory=list, exclude=True, repr=False)
     _meta: Any = PrivateAttr(default=None)
 
     @field_validator("parsed", "parse_error", mode="plain")

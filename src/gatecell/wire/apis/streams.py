@@ -123,7 +123,8 @@ class Stream:
 
     @property
     def raw_events(self) -> list[Any]:
-        """Parsed JSON of every event (native streams; chat streams keep none, for speed)."""
+        """Parsed JSON of every event (native streams; chat streams keep only those carrying
+        tool calls, for speed)."""
         return self._decoder.raw_events
 
     def completion(self) -> ChatCompletion:

@@ -433,13 +433,15 @@ class Reply:
 
     Asked for a typed answer (``schema=`` or ``choices=``), ``parsed`` is the validated value
     (None when the answer never validated, and ``parse_error`` says why in one line); both
-    are None when no schema was asked.
+    are None when no schema was asked. Given ``tools=``, ``tool_calls`` lists every call of
+    the chain (see `gatecell.tools`); empty otherwise.
     """
 
     raw: Any
     meta: ResponseMeta | None = None
     parsed: Any = None
     parse_error: str | None = None
+    tool_calls: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def text(self) -> str | None:
