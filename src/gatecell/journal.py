@@ -93,6 +93,7 @@ _EMPTY = CallContext()
 _current: ContextVar[CallContext] = ContextVar("gatecell_call_context", default=_EMPTY)
 # When the last exchange this context logged started: the one a tool call's row points to.
 _asked_at: ContextVar[float | None] = ContextVar("gatecell_asked_at", default=None)
+_unwaited: ContextVar[Commit | None] = ContextVar("gatecell_unwaited_commit", default=None)
 
 
 def current() -> CallContext:
@@ -383,8 +384,10 @@ class BatchJournal(Journal):
     - **an empty answer is no answer**: one without text (and without a typed value) is
       logged as an error (`EMPTY_REPLY`), which the log never answers with, and an empty one
       the log holds from elsewhere is not taken;
-    - **answers from the log are not waited for** (nothing new was shown): `settled` is the
-      commit of everything, which the batch waits for at its end.
+    - **a row's calls do not wait for their commit**: the engine waits for it once the row
+      is counted (`unwaited`), so a row stopped meanwhile is both logged and counted, as it
+      is neither when stopped before; answers from the log are not waited for at all
+      (nothing new was shown); `settled` is the commit of everything, for the batch's end.
 
     **Parameters:** ``journal``: the client's; ``cache``: answer rows from the log.
     """
@@ -419,7 +422,15 @@ class BatchJournal(Journal):
         if commit is None:
             return None
         self._last = commit.ticket
-        return None if outcome.meta is not None and outcome.meta.cached else commit
+        if outcome.meta is None or not outcome.meta.cached:
+            _unwaited.set(commit)  # the row's task's own: each worker runs in a context of its own
+        return None
+
+    def unwaited(self) -> Commit | None:
+        commit = _unwaited.get()
+        if commit is not None:
+            _unwaited.set(None)
+        return commit
 
     def for_batch(self, cache: bool) -> BatchJournal:
         return BatchJournal(self, cache)

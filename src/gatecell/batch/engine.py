@@ -34,7 +34,7 @@ millions of objects to walk). With ``on_row``, each finished row goes to it as i
 
 Rows are pulled from the input as workers free up: ``concurrency`` workers, whatever the
 number of rows. A row sent is committed to the log before its worker starts the next (the
-journal's commit, which the row's program waits for, as every call does); the log's writer
+journal's commit, which the engine waits for once the row is counted: `Hooks.unwaited`); the log's writer
 commits whatever waits in one transaction, so rows gather while one commits. So a process
 killed outright re-sends at most ``concurrency`` rows the gateway had answered.
 """
@@ -178,6 +178,9 @@ class Engine:
         if self.on_row is not None:  # the reply is its to keep; the batch keeps the outcome
             self.on_row(position, row)
             self._results[position] = dataclasses.replace(row, text=None, body=None)
+        committing = self.hooks.unwaited()  # a row sent is in the log before the next starts
+        if committing is not None:
+            await committing
 
     def _count(self, row: Row, sender: _PacedSender) -> None:
         if row.error is not None:

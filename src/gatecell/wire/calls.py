@@ -212,6 +212,11 @@ class Hooks:
         """The commit of everything these hooks logged so far, to wait for (None: nothing)."""
         return None
 
+    def unwaited(self) -> Pending | None:
+        """The commit of what this task's calls logged without waiting for it (a batch's row,
+        which its engine waits for once the row is counted), taken; None: nothing."""
+        return None
+
 
 _NO_HOOKS = Hooks()
 
