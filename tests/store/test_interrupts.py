@@ -78,7 +78,7 @@ def _interrupted(store: Store, monkeypatch: pytest.MonkeyPatch, commit: Any) -> 
 
 
 def test_an_interrupt_before_the_commit_leaves_the_entry_for_the_writer(store: Store, monkeypatch):
-    def interrupted(self, conn, exchanges, jobs, prices):  # Ctrl-C between the insert and the COMMIT
+    def interrupted(self, conn, *rows):  # Ctrl-C between the insert and the COMMIT
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany("INSERT INTO exchanges (time, endpoint) VALUES (?, ?)", [("x", "/half")])
         raise KeyboardInterrupt
@@ -91,8 +91,8 @@ def test_an_interrupt_before_the_commit_leaves_the_entry_for_the_writer(store: S
 def test_an_interrupt_after_the_commit_does_not_write_the_entry_again(store: Store, monkeypatch):
     commit = Store._commit
 
-    def interrupted(self, conn, exchanges, jobs, prices):  # Ctrl-C just after the COMMIT returned
-        commit(self, conn, exchanges, jobs, prices)
+    def interrupted(self, conn, *rows):  # Ctrl-C just after the COMMIT returned
+        commit(self, conn, *rows)
         raise KeyboardInterrupt
 
     ticket = _interrupted(store, monkeypatch, interrupted)
