@@ -174,3 +174,16 @@ def test_ca(tmp_path_factory):
     from proxy import make_ca
 
     return make_ca(tmp_path_factory.mktemp("ca"))
+
+
+_from_workers: list[str] = []  # summary lines of pytest-xdist's workers (a conftest's own, there)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    _from_workers.extend(getattr(node, "workeroutput", {}).get("summary", []))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in _from_workers:
+        terminalreporter.write_line(line)
