@@ -12,6 +12,10 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  ?= .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
+# The suite runs on TEST_JOBS pytest-xdist workers, a test file whole on one of them (the
+# root conftest.py says why); `make test TEST_JOBS=0` runs it in one process.
+TEST_JOBS ?= 2
+
 .PHONY: lab test docs debian litellm
 
 $(STAMP): pyproject.toml
@@ -28,7 +32,7 @@ test: $(STAMP) debian $(LITELLM_STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
-	GATECELL_LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest
+	GATECELL_LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

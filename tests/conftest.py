@@ -48,6 +48,10 @@ def kernel_cells():
     def run(connection_file: Any, *cells: str) -> list[dict[str, Any]]:
         kc = BlockingKernelClient(connection_file=str(connection_file))
         kc.load_connection_file()
+        # A client without its KernelManager judges the kernel by heartbeats, and by default
+        # one ping unanswered for 1 s means dead: a kernel starting on a loaded machine (two
+        # xdist workers among other jobs) is slow, not dead. A dead one still fails, in 10 s.
+        kc.hb_channel.time_to_dead = 10.0
         kc.start_channels()
         try:
             kc.wait_for_ready(timeout=60)
@@ -170,3 +174,16 @@ def test_ca(tmp_path_factory):
     from proxy import make_ca
 
     return make_ca(tmp_path_factory.mktemp("ca"))
+
+
+_from_workers: list[str] = []  # summary lines of pytest-xdist's workers (a conftest's own, there)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    _from_workers.extend(getattr(node, "workeroutput", {}).get("summary", []))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in _from_workers:
+        terminalreporter.write_line(line)

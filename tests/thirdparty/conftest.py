@@ -149,6 +149,16 @@ def litellm(local_gateway, tmp_path_factory):
         log.close()
 
 
+def _summary() -> list[str]:
+    return [f"LiteLLM's proxy: ready {seconds:.1f} s after it was started" for seconds in _started]
+
+
+def pytest_sessionfinish(session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints it (tests/conftest.py)
+        workeroutput["summary"] = _summary()
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
-    for seconds in _started:
-        terminalreporter.write_line(f"LiteLLM's proxy: ready {seconds:.1f} s after it was started")
+    for line in _summary():
+        terminalreporter.write_line(line)
