@@ -431,5 +431,4 @@ def _embedder(
     settings = resolve_embed(options)
     checked = texts_of(texts, labels)
     client.base_url  # noqa: B018  (where: decided before the texts are)
-    store = client.journal.store if settings.cache or client.log else None
-    return EmbedEngine(client, client.journal.gateway, checked, settings, send, store, client.log, close)
+    return EmbedEngine(client, checked, settings, send, close)

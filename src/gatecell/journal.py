@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gatecell.wire.apis.dialects import dialect
+from gatecell.wire.apis.embeddings import Embeddings
 from gatecell.wire.apis.names import TEXT_APIS, api_of
 from gatecell.wire.apis.spec import ChatCompletion
 from gatecell.wire.apis.streams import Stream
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Journal",
     "BatchJournal",
+    "EmbedJournal",
     "Commit",
     "COMMIT_WAIT",
     "MODEL_INFO_MAX_AGE",
@@ -295,6 +297,8 @@ class Journal(Hooks):
             response = outcome.body
         elif isinstance(result, Reply):
             text, reasoning, usage, response = result.text, result.reasoning, result.usage, outcome.body
+        elif isinstance(result, Embeddings):
+            usage = result.usage  # its vectors are kept in their own table (`keep_vectors`), not here
         elif isinstance(result, Audio):
             media, media_type = result.data, result.mime
         elif isinstance(result, ImageResult):
@@ -349,6 +353,20 @@ class Journal(Hooks):
 
     def for_batch(self, cache: bool) -> BatchJournal:
         return BatchJournal(self, cache)
+
+    def for_embeddings(self) -> EmbedJournal:
+        return EmbedJournal(self)
+
+    # -- embed's vectors (table ``embeddings``: by gateway, model, dimensions, text hash) --
+
+    def kept_vectors(self, model: str, dimensions: int | None, hashes: list[bytes]) -> dict[bytes, bytes]:
+        return self.store.vectors(self.gateway, model, dimensions, hashes)
+
+    def keep_vectors(self, model: str, dimensions: int | None, hashes: list[bytes], vectors: Any) -> None:
+        self._kept(self.store.record_vectors(self.gateway, model, dimensions, hashes, vectors))
+
+    def _kept(self, ticket: int | None) -> None:
+        """A ticket this journal's caller does not wait for now (a batch's: `settled`)."""
 
     def _job(
         self, call: Call, job: Job, context: CallContext, secrets: tuple[Any, ...], at: float | None
@@ -432,11 +450,31 @@ class BatchJournal(Journal):
             _unwaited.set(None)
         return commit
 
+    def _kept(self, ticket: int | None) -> None:
+        self._last = ticket if ticket is not None else self._last
+
     def for_batch(self, cache: bool) -> BatchJournal:
         return BatchJournal(self, cache)
 
     def settled(self) -> Commit | None:
         return None if self._last is None else Commit(self.store, self._last)
+
+
+class EmbedJournal(BatchJournal):
+    """``embed``'s journal: each request logged as any exchange (its texts, tokens, cost,
+    status; not its vectors, kept by `keep_vectors`), but, as a batch's answers from the log,
+    not waited for one by one: the engine waits for `settled`, the commit of its requests and
+    vectors, once, at its end (an interrupted one too, so what came back is kept). The log's
+    text answers are never looked up: ``/v1/embeddings`` is no text API.
+
+    **Parameters:** ``journal``: the client's."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal, cache=False)
+
+    def ended(self, outcome: Outcome) -> Commit | None:
+        super().ended(outcome)
+        return None
 
 
 def _prompt(body: bytes | None) -> str | None:

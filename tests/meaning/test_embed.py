@@ -151,6 +151,24 @@ def test_the_log_counts_embedding_requests_tokens_and_cost(embed_server, gateway
     assert sum(r["cost"] for r in logged) == pytest.approx(0.75)
 
 
+def test_the_log_keeps_each_request_and_its_error_not_its_vectors(embed_server, gateway):
+    import sqlite3
+
+    from gatecell.store import default_store
+
+    server = embed_server(refuse=frozenset({"gamma"}))
+    with pytest.raises(EmbedError):
+        gateway(server).embed(["alpha", "gamma"], batch_size=1, concurrency=1, progress=False)
+    with sqlite3.connect(default_store().path) as conn:
+        rows = conn.execute(
+            "SELECT coalesce(prompt, '') || coalesce(params_json, '') || coalesce(messages_json, ''), "
+            "coalesce(response, '') || coalesce(response_json, ''), status, error FROM exchanges ORDER BY id"
+        ).fetchall()
+    assert [(status, error is None) for _, _, status, error in rows] == [(200, True), (400, False)]
+    assert ["gamma" in sent for sent, _, _, _ in rows] == [False, True]
+    assert "embedding" not in rows[0][1]  # the vectors are in their own table, not the log's
+
+
 def test_async_embed(embed_server):
     from gatecell import AsyncGateway
 

@@ -647,3 +647,23 @@ def test_the_wal_is_copied_into_the_file_by_a_thread_of_its_own(
         time.sleep(0.01)
     assert store.path.stat().st_size > before
     assert "gatecell-checkpoint" in {thread.name for thread in threading.enumerate()}
+
+
+@pytest.mark.parametrize("chunk", [5, 5000])
+def test_kept_vectors_are_found_across_queries_and_answers(store: Store, monkeypatch, chunk: int):
+    import hashlib
+
+    import numpy as np
+
+    import gatecell.store.vectors
+
+    monkeypatch.setattr(gatecell.store.vectors, "_CHUNK", chunk)
+    hashes = [hashlib.sha256(str(i).encode()).digest() for i in range(15)]
+    matrix = np.arange(15 * 3, dtype=np.float32).reshape(15, 3)
+    for start in range(0, 12, 4):  # three answers of four texts; the last three never kept
+        ticket = store.record_vectors("g", "m", None, hashes[start : start + 4], matrix[start : start + 4])
+    store.wait(ticket)
+    found = store.vectors("g", "m", None, hashes)
+    assert sorted(found) == sorted(hashes[:12])
+    assert all(found[hashes[i]] == matrix[i].astype("<f4").tobytes() for i in range(12))
+    assert store.vectors("g", "m", 8, hashes) == {}  # other dimensions: other vectors

@@ -20,6 +20,9 @@ What happens to a call's texts, in order:
 
 Each request is logged like any exchange (its texts, tokens, cost, status), so ``gatecell
 usage`` counts embedding requests too; the vectors are not logged (they are in the table).
+Both go through the client's hooks in their embedding mode (`Hooks.for_embeddings`: the
+client's journal, `gatecell.journal.EmbedJournal`), as a map's rows do: the engine knows
+no store.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import asyncio
 import contextlib
 import hashlib
 import re
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,8 +39,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from gatecell.wire.apis.embeddings import MAX_DIMENSIONS, Embeddings, EmbedMeta, embed_model
 from gatecell.wire.transport.drivers import AsyncSend, arun
 from gatecell.wire.transport.errors import APIError, GatecellError, InvalidRequest, echo
-from gatecell.wire.transport.http import Request, Response, request_id_of
-from gatecell.wire.transport.results import response_cost
+from gatecell.wire.transport.http import Request, Response
 from gatecell.wire.transport.settings import env_number
 
 from .options import positive, rate_limits
@@ -163,22 +164,17 @@ def _too_large(error: APIError) -> bool:
 
 
 class _Sender:
-    """Sends one batch's requests within the pacing (a `drivers.AsyncSend`); keeps what the
-    log wants of the last answer."""
+    """Sends one batch's requests within the pacing (a `drivers.AsyncSend`)."""
 
-    __slots__ = ("engine", "tokens", "body", "status", "headers", "rate_limited")
+    __slots__ = ("engine", "tokens", "rate_limited")
 
     def __init__(self, engine: EmbedEngine, tokens: float) -> None:
         self.engine = engine
         self.tokens = tokens
-        self.body: bytes | None = None
-        self.status: int | None = None
-        self.headers: Any = None
         self.rate_limited = 0
 
     async def __call__(self, request: Request) -> Response:
         engine, pacing = self.engine, self.engine.pacing
-        self.body = request.body
         while True:
             sent_at = await pacing.acquire(self.tokens)
             engine.requests += 1
@@ -188,7 +184,6 @@ class _Sender:
                     await response.aread()
             finally:
                 pacing.release()
-            self.status, self.headers = response.status, response.headers
             if response.status == 429:
                 self.rate_limited += 1
                 pause = pause_for(response.headers, self.rate_limited, engine.retry_after_cap)
@@ -203,36 +198,30 @@ class EmbedEngine:
     """One ``embed`` call; `run` it on an event loop, `stop` it from any thread. Counts
     (``done``, ``cached``, ``failed``, ``tokens``, ``requests``) are for the progress bar.
 
-    **Parameters:** ``client``: the endpoints (their programs are run here, unhooked: the
-    engine logs); ``gateway``: the log's name for the gateway; ``texts`` (checked);
-    ``settings``: `EmbedSettings`; ``send``: how requests go (an `AsyncSend`);
-    ``store``: where vectors are kept and exchanges logged (None: neither);
-    ``log``: whether exchanges are logged; ``close``: awaited at the end (the sender's
-    client, when it was made for this call).
+    **Parameters:** ``client``: the endpoints (their programs are run here, with the
+    client's hooks in their embedding mode: they log each request, keep the vectors and
+    hold those kept before); ``texts`` (checked); ``settings``: `EmbedSettings`; ``send``:
+    how requests go (an `AsyncSend`); ``close``: awaited at the end (the sender's client,
+    when it was made for this call).
     """
 
     def __init__(
         self,
         client: Endpoints[Any, Any, Any, Any, Any, Any, Any, Any],
-        gateway: str,
         texts: list[str],
         settings: EmbedSettings,
         send: AsyncSend,
-        store: Any = None,
-        log: bool = True,
         close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         import numpy as np
 
         self.settings = settings
         self.model = settings.model
-        self.gateway = gateway
-        self.programs = client.programs(max_retries=settings.max_retries)
+        self.hooks = client.hooks.for_embeddings()
+        self.programs = client.programs(max_retries=settings.max_retries, hooks=self.hooks)
         self.retry_after_cap = self.programs.options.retry.retry_after_cap
         self.send = send
         self._close = close
-        self.store = store
-        self.log = log and store is not None
         self.pacing = Pacing(settings.concurrency, settings.rpm, settings.tpm, settings.patience)
         self.total = len(texts)
         unique: dict[str, int] = {}
@@ -251,7 +240,6 @@ class EmbedEngine:
         self._running: asyncio.Future[Any] | None = None
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ticket: int | None = None
         self._take_kept()  # now, so the caller knows what is left to send (no bar for none)
         self._batches()
 
@@ -266,9 +254,9 @@ class EmbedEngine:
         """The vectors the store holds already."""
         import numpy as np
 
-        if self.store is None or not self.settings.cache:
+        if not self.settings.cache:
             return
-        kept = self.store.vectors(self.gateway, self.model, self.settings.dimensions, self.hashes)
+        kept = self.hooks.kept_vectors(self.model, self.settings.dimensions, self.hashes)
         if not kept:
             return
         width = len(next(iter(kept.values())))
@@ -317,8 +305,9 @@ class EmbedEngine:
             await asyncio.gather(running, return_exceptions=True)
             if self._close is not None:
                 await self._close()
-            if self.store is not None:  # what came back is kept before the call returns
-                await self.store.committed(self._ticket, 10.0)
+            settled = self.hooks.settled()  # what came back is kept before the call returns
+            if settled is not None:
+                await settled
         missing = self.to_send
         if self._errors or interrupted or missing:
             why = self._errors[0] if self._errors else "interrupted"
@@ -361,8 +350,7 @@ class EmbedEngine:
         texts = [self.unique[p] for p in batch]
         tokens = sum(_estimate(t) for t in texts)
         sender = _Sender(self, float(tokens) if self.pacing.tokens is not None else 0.0)
-        started = time.perf_counter()
-        try:
+        try:  # the hooks log the request however it ends
             answer: Embeddings = await arun(
                 self.programs._embeddings(self.model, texts, self.settings.dimensions), sender
             )
@@ -371,18 +359,18 @@ class EmbedEngine:
                 half = len(batch) // 2
                 self._queue.appendleft(batch[half:])
                 self._queue.appendleft(batch[:half])
-                self._logged(sender, None, started, str(error))
                 return
-            self._failed(batch, texts, error, sender, started)
+            self._failed(batch, texts, error)
             return
         except GatecellError as error:
-            self._failed(batch, texts, error, sender, started)
+            self._failed(batch, texts, error)
             return
-        self._answered(batch, answer, sender, started)
+        self._answered(batch, answer, sender)
 
-    def _answered(self, batch: list[int], answer: Embeddings, sender: _Sender, started: float) -> None:
+    def _answered(self, batch: list[int], answer: Embeddings, sender: _Sender) -> None:
         import numpy as np
 
+        self._priced(answer)
         vectors = answer.matrix
         if self.matrix is None:
             self.matrix = np.zeros((len(self.unique), vectors.shape[1]), dtype=np.float32)
@@ -392,7 +380,7 @@ class EmbedEngine:
                 status=200,
                 path="/v1/embeddings",
             )
-            self._failed(batch, [self.unique[p] for p in batch], error, sender, started)
+            self._failed(batch, [self.unique[p] for p in batch], error)
             return
         where: Any = batch
         if batch[-1] - batch[0] == len(batch) - 1:  # the usual batch: texts in a row, copied as a slice
@@ -405,50 +393,23 @@ class EmbedEngine:
         if used is not None:
             self.tokens += used
             self.pacing.correct_tokens(used - sender.tokens if sender.tokens else 0)
-        if self.store is not None and self.settings.cache:
+        if self.settings.cache:
             hashes = [self.hashes[p] for p in batch]
-            ticket = self.store.record_vectors(
-                self.gateway, self.model, self.settings.dimensions, hashes, vectors
-            )
-            self._ticket = ticket if ticket is not None else self._ticket
-        self._logged(sender, answer.usage, started, None)
+            self.hooks.keep_vectors(self.model, self.settings.dimensions, hashes, vectors)
 
-    def _failed(
-        self, batch: list[int], texts: list[str], error: GatecellError, sender: _Sender, started: float
-    ) -> None:
+    def _priced(self, answer: Embeddings) -> None:
+        """What the answer cost, added up (the hooks priced it as they logged it)."""
+        cost = answer.meta.cost if answer.meta is not None else None
+        if cost is None:
+            self._costs_known = False
+        else:
+            self.cost = (self.cost or 0.0) + cost
+
+    def _failed(self, batch: list[int], texts: list[str], error: GatecellError) -> None:
         line = " ".join(str(error).split())
         self.failed += int(self._per_unique[batch].sum())
         which = f"text {echo(texts[0])}" if len(texts) == 1 else f"a batch of {len(texts)} texts"
         self._errors.append(f"{which}: {line}")
-        self._logged(sender, None, started, line)
-
-    def _logged(self, sender: _Sender, usage: Any, started: float, error: str | None) -> None:
-        """The request in the log, as any exchange: its texts, tokens, cost and status."""
-        if not self.log or sender.body is None:
-            return
-        headers = sender.headers or {}
-        cost, source = (None, None)
-        if error is None:
-            cost, source = self.store.cost_of(response_cost(headers), self.gateway, self.model, usage)
-            if cost is None:
-                self._costs_known = False
-            else:
-                self.cost = (self.cost or 0.0) + cost
-        ticket = self.store.record_exchange(
-            "/v1/embeddings",
-            self.model,
-            sender.body,
-            usage=usage,
-            latency=time.perf_counter() - started,
-            status=sender.status,
-            error=error,
-            request_id=request_id_of(headers) if headers else None,
-            gateway=self.gateway,
-            secrets=(self.programs.api_key,),
-            cost=cost,
-            cost_source=source,
-        )
-        self._ticket = ticket if ticket is not None else self._ticket
 
     def stop(self) -> None:
         """Stop at once: requests in flight are dropped; what came back is kept."""

@@ -10,7 +10,11 @@ from .records import VectorsEntry, iso
 
 __all__ = ["keep", "kept", "clear"]
 
-_CHUNK = 500  # hashes a query at most (within the 999 variables of the oldest SQLite)
+# Hashes a query at most: each query costs about as much as a few hundred hashes, so as many
+# as the connection takes (SQLite >= 3.32: 32,766 variables), within a bound, else the 999 of
+# the oldest SQLite (Python 3.10 cannot ask). 5,000 reads 50,000 hashes 3x faster than 500.
+_CHUNK = 5000
+_OLDEST_LIMIT = 999
 
 
 def keep(conn: sqlite3.Connection, entry: VectorsEntry) -> None:
@@ -32,8 +36,11 @@ def kept(
 ) -> dict[bytes, bytes]:
     """The vectors the tables hold for these hashes (float32 bytes), by hash."""
     where: dict[int, list[tuple[bytes, int]]] = {}
-    for start in range(0, len(hashes), _CHUNK):
-        chunk = list(hashes[start : start + _CHUNK])
+    variables = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)  # Python >= 3.11
+    limit = conn.getlimit(variables) if variables is not None else _OLDEST_LIMIT  # type: ignore[attr-defined,unused-ignore]
+    step = max(1, min(_CHUNK, limit - 3))  # three variables name the model
+    for start in range(0, len(hashes), step):
+        chunk = list(hashes[start : start + step])
         rows = conn.execute(
             "SELECT text_sha256, block, position FROM embeddings WHERE gateway = ? AND model = ? "
             f"AND dimensions = ? AND text_sha256 IN ({', '.join('?' * len(chunk))})",

@@ -181,7 +181,8 @@ class Hooks:
     ``ended`` hears how the call ended, once: at once, or for a stream when it ends; what it
     returns, a `Pending` (the log's commit of the outcome), the call waits for before it
     returns (a stream before its iteration ends), so what a caller was shown is recorded.
-    ``job_kind`` lets a job be polled by its id alone. ``wants_model_info`` is asked once per
+    ``job_kind`` lets a job be polled by its id alone; ``kept_vectors`` and ``keep_vectors``
+    are ``embed``'s cache of vectors (each text embedded once, ever). ``wants_model_info`` is asked once per
     client whose gateway is LiteLLM (it names itself in ``x-litellm-*`` headers): if so, its
     ``GET /model/info`` body (None if that failed) goes to ``model_info`` (the log keeps the
     prices there, for the answers that do not say what they cost).
@@ -216,6 +217,19 @@ class Hooks:
         """The commit of what this task's calls logged without waiting for it (a batch's row,
         which its engine waits for once the row is counted), taken; None: nothing."""
         return None
+
+    def for_embeddings(self) -> Hooks:
+        """These hooks as ``embed``'s requests use them: logged like a batch's rows, never
+        waited for one by one (`settled` is, at the end); see `gatecell.journal.EmbedJournal`."""
+        return self
+
+    def kept_vectors(self, model: str, dimensions: int | None, hashes: list[bytes]) -> dict[bytes, bytes]:
+        """The vectors kept for the texts of these sha256 ``hashes`` (float32 bytes, by hash):
+        those the hooks hold (none here)."""
+        return {}
+
+    def keep_vectors(self, model: str, dimensions: int | None, hashes: list[bytes], vectors: Any) -> None:
+        """Keep one answer's ``vectors`` (a float32 matrix, one row per hash) for later calls."""
 
 
 _NO_HOOKS = Hooks()

@@ -481,7 +481,7 @@ class Endpoints(Calls, Generic[_Completion, _ChatStream, _Reply, _TextStream, _I
         count = len(request.input)
 
         def parse(call: Call, response: Any, meta: Any) -> embeddings.Embeddings:
-            return embeddings.read_embeddings(self._json(response, call), count, call.path)
+            return embeddings.read_embeddings(self._json(response, call), count, call.path, meta)
 
         return _served(self._call(Call("POST", "/v1/embeddings", request_body(request), model=model), parse))
 

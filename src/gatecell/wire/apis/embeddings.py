@@ -113,12 +113,14 @@ def _malformed(why: str, path: str) -> APIError:
 @dataclass(frozen=True)
 class Embeddings:
     """One answer of ``/v1/embeddings``: ``matrix`` (n, d) float32 in the order of the inputs,
-    the ``model`` that answered, and its ``prompt_tokens`` (None when it did not say)."""
+    the ``model`` that answered, and its ``prompt_tokens`` (None when it did not say);
+    ``meta``: its `ResponseMeta` (what it cost, once the client's hooks priced it)."""
 
     matrix: np.ndarray
     model: str | None
     prompt_tokens: int | None
     usage: Any = None
+    meta: Any = None
 
 
 def _vector(item: Any, path: str) -> np.ndarray:
@@ -180,7 +182,7 @@ def _one_by_one(data: list[Any], count: int, path: str) -> np.ndarray:
     return matrix
 
 
-def read_embeddings(body: Any, count: int, path: str = "/v1/embeddings") -> Embeddings:
+def read_embeddings(body: Any, count: int, path: str = "/v1/embeddings", meta: Any = None) -> Embeddings:
     """The vectors of an answer to ``count`` inputs, ordered by their ``index``; an
     `APIError` in one line when the answer does not hold exactly one vector per input, all
     of one length."""
@@ -211,6 +213,7 @@ def read_embeddings(body: Any, count: int, path: str = "/v1/embeddings") -> Embe
         model if isinstance(model, str) else None,
         tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
         usage if isinstance(usage, dict) else None,
+        meta,
     )
 
 
