@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -192,12 +192,17 @@ def chromium() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def dashboard_page(browser: Any, url: str, ready: str = ".gatecell-dashboard") -> Iterator[Any]:
+def dashboard_page(
+    browser: Any, url: str, ready: str = ".gatecell-dashboard", before: Callable[[Any], object] | None = None
+) -> Iterator[Any]:
     """A page of a Voila-served notebook, once ``ready`` (the dashboard) is on screen (each
-    page load starts a kernel, so tests of a module share one)."""
+    page load starts a kernel, so tests of a module share one); ``before(page)`` runs before
+    the page loads (routes)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60_000)
+    if before is not None:
+        before(page)
     try:
         page.goto(url, wait_until="domcontentloaded")
         page.locator(ready).first.wait_for(state="visible", timeout=120_000)

@@ -140,7 +140,8 @@ def test_executed_notebook_holds_no_key(local_gateway, fault_server, tmp_path, m
     assert "-- local-chat · /v1/chat/completions" in chat[0]["data"]["text/plain"]
     assert "<sub>local-chat · /v1/chat/completions" in chat[0]["data"]["text/html"]
     assert chat[0]["metadata"]["gatecell"]["endpoint"] == "/v1/chat/completions"
-    assert any("image/png" in o.get("data", {}) for o in outputs)  # embedded, not a link
+    # embedded, not a link: 1024 px wide, so an <img> of the bytes shown 512 px wide (display.py)
+    assert any('<img src="data:image/png;base64,' in o.get("data", {}).get("text/html", "") for o in outputs)
     assert any("data:audio/" in o.get("data", {}).get("text/html", "") for o in outputs)
     errors = [o["text"] for o in outputs if o.get("name") == "stderr"]
     assert any(e.startswith("gatecell: 404") and e.count("\n") == 1 for e in errors), errors

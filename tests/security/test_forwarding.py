@@ -1,10 +1,11 @@
 """The local gateway's forwarder against a hostile upstream (issue 9, items 6 and 7).
 
 Every test runs a real local gateway on loopback in front of `HostileUpstream`, which records
-what reaches it. What is proved: only SPEC endpoints and their job polls go upstream, with the
-right method; hop-by-hop headers, cookies and address claims stay on their side; the upstream
-key (and any key shape, any case, cut anywhere) never comes back; answers are relayed as they
-arrive, capped, and never made to look whole when they are not.
+what reaches it. What is proved: only SPEC endpoints (with WIRE-NOTES' embeddings and rerank)
+and their job polls go upstream, with the right method; hop-by-hop headers, cookies and
+address claims stay on their side; the upstream key (and any key shape, any case, cut
+anywhere) never comes back; answers are relayed as they arrive, capped, and never made to look
+whole when they are not.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ CHAT = {"messages": [{"role": "user", "content": "hi"}]}
         ("DELETE", "/v1/files/file-abc123", 404),
         ("GET", "/api/user/self", 404),
         ("GET", "/v1/files", 404),
-        ("POST", "/v1/embeddings", 404),
+        ("POST", "/v1/moderations", 404),
+        ("POST", "/v1/embeddings/batch", 404),
         ("GET", "/v1/dashboard/billing/usage", 404),
         ("POST", "/v1/videos/video_1/remix", 404),
         ("GET", "/imgjob/task/list", 404),
@@ -81,6 +83,8 @@ CHAT = {"messages": [{"role": "user", "content": "hi"}]}
         ("PUT", "/v1/chat/completions", 405),
         ("GET", "/v1/chat/completions", 405),
         ("POST", "/v1/models", 405),
+        ("GET", "/v1/embeddings", 405),  # WIRE-NOTES' embeddings and rerank: POST only
+        ("PUT", "/v1/rerank", 405),
         ("DELETE", "/v1/models/remote-chat", 405),
         ("POST", "/imgjob/task/ok/fetch", 405),
     ],
@@ -115,7 +119,14 @@ def test_escaped_paths_cannot_steer_a_forward(front, upstream, method, target):
 
 def test_spec_endpoints_and_job_polls_are_forwarded_as_named_and_nothing_else(front, upstream):
     gw = front()
-    for path in ("/v1/chat/completions", "/chat/completions", "/v1/responses", "/v1/videos"):
+    for path in (
+        "/v1/chat/completions",
+        "/chat/completions",
+        "/v1/responses",
+        "/v1/videos",
+        "/v1/embeddings",  # WIRE-NOTES, not SPEC, but what gateways route
+        "/v1/rerank",
+    ):
         assert gw.http.post(path, json={"model": "ok", **CHAT}).json() == {"ok": True}
         assert gw.http.put(path, json={"model": "ok", **CHAT}).status_code == 405
     assert (
@@ -133,6 +144,8 @@ def test_spec_endpoints_and_job_polls_are_forwarded_as_named_and_nothing_else(fr
         "POST /chat/completions",
         "POST /v1/responses",
         "POST /v1/videos",
+        "POST /v1/embeddings",
+        "POST /v1/rerank",
         "POST /v1beta/models/ok:streamGenerateContent?alt=sse",
         "GET /v1/videos/ok",
         "GET /videos/ok/content",

@@ -192,20 +192,29 @@ def prompt_box(placeholder: str) -> widgets.Textarea:
     return box.add_class("gatecell-prompt")
 
 
-def keyed(box: widgets.Textarea, action: Callable[[], object], attachments: Any = None) -> widgets.Widget:
+def keyed(
+    box: widgets.Textarea, action: Callable[[], object], send: str, attachments: Any = None
+) -> widgets.Widget:
     """The invisible widget that runs ``action`` when ``box`` (a prompt box of the panel it is
-    placed in) gets Ctrl+Enter or Shift+Enter, the box first taking the text the browser had;
-    and hands the files picked with the panel's Attach button to ``attachments`` (`_attach`)."""
+    placed in) gets Ctrl+Enter or Shift+Enter, or the panel's button of CSS class ``send`` is
+    clicked, the box first taking the text the browser had (`_keys`: a click alone could come
+    before the box's newest text); and hands the files picked with the panel's Attach button
+    to ``attachments`` (`_attach`)."""
     from ._keys import Listener
 
-    def send(text: str) -> None:
+    def sent(text: str) -> None:
         box.value = text
         action()
 
     if attachments is None:
-        return Listener(send)
+        return Listener(sent, action=send)
     return Listener(
-        send, attachments.receive, attachments.too_big, accept=attachments.accept, limit=attachments.limit
+        sent,
+        attachments.receive,
+        attachments.too_big,
+        action=send,
+        accept=attachments.accept,
+        limit=attachments.limit,
     )
 
 

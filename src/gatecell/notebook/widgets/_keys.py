@@ -8,6 +8,11 @@ placed inside a panel, it hears
 
 * a keydown that one of that panel's prompt boxes (``.gatecell-prompt textarea``) gets: on
   Ctrl+Enter, Shift+Enter or Cmd+Enter it sends the kernel the box's text (``send``);
+* a click on that panel's send button (the class ``action`` names): it sends the kernel the
+  text of the panel's prompt box (``send``) in place of the button's own click. ipywidgets
+  holds a box's newest text back in the page until the kernel has answered its last change,
+  while a click goes at once: a busy or loaded kernel would get the click first, and ask
+  with the text the box had before;
 * a click on that panel's Attach button (``.gatecell-attach``): it opens the file chooser
   itself and sends the files picked in a message of its own (``files``), or, when they are
   over the limit, only their names and sizes (``picked``), so that the kernel says in one
@@ -42,7 +47,19 @@ function render({ model, el }) {
     event.stopPropagation();
     model.send({ event: "send", text: box.value });
   };
+  const onSend = (event) => {
+    const action = model.get("action");
+    const button = action && event.target instanceof Element ? event.target.closest("." + action) : null;
+    if (!button || button.disabled || !mine(button)) return false;
+    const box = el.closest(".gatecell-panel").querySelector(".gatecell-prompt textarea");
+    if (!box) return false;
+    event.preventDefault();
+    event.stopPropagation();
+    model.send({ event: "send", text: box.value });
+    return true;
+  };
   const onClick = (event) => {
+    if (onSend(event)) return;
     const button = event.target instanceof Element ? event.target.closest(".gatecell-attach") : null;
     if (!button || button.disabled || !mine(button)) return;
     event.preventDefault();
@@ -76,21 +93,24 @@ export default { render };
 
 class Listener(anywidget.AnyWidget):
     """An invisible widget that calls ``on_send(text)`` when a prompt box of the panel it is
-    placed in gets Ctrl+Enter, Shift+Enter or Cmd+Enter; and, when files are picked with the
-    panel's Attach button, ``on_files(files)`` with their ``(name, bytes)``, or
-    ``on_too_big(files)`` with their ``(name, size)`` when together they are over ``limit``
-    bytes (then the bytes do not come).
+    placed in gets Ctrl+Enter, Shift+Enter or Cmd+Enter, or the panel's ``action`` button is
+    clicked; and, when files are picked with the panel's Attach button, ``on_files(files)``
+    with their ``(name, bytes)``, or ``on_too_big(files)`` with their ``(name, size)`` when
+    together they are over ``limit`` bytes (then the bytes do not come).
 
     **Parameters:**
 
     * **on_send** - called in the kernel with the box's text as the browser had it.
     * **on_files** - called in the kernel with the files picked.
     * **on_too_big** - called in the kernel with the names and sizes of files too big to send.
+    * **action** - the CSS class of the panel's send button, whose clicks come as ``on_send``
+      with the prompt box's text ("" for none).
     * **accept** - the file types the browser's chooser offers.
     * **limit** - the most bytes the files picked at once may have.
     """
 
     _esm = _ESM
+    action = traitlets.Unicode("").tag(sync=True)
     accept = traitlets.Unicode("").tag(sync=True)
     limit = traitlets.Int(0).tag(sync=True)
 
@@ -100,10 +120,11 @@ class Listener(anywidget.AnyWidget):
         on_files: Callable[[list[tuple[str, bytes]]], Any] | None = None,
         on_too_big: Callable[[list[tuple[str, int]]], Any] | None = None,
         *,
+        action: str = "",
         accept: str = "",
         limit: int = 0,
     ) -> None:
-        super().__init__(accept=accept, limit=limit)
+        super().__init__(action=action, accept=accept, limit=limit)
         self.add_class("gatecell-listener")
 
         def heard(_: Any, content: Any, buffers: Any) -> None:

@@ -139,7 +139,7 @@ class ChatPanel(Panel):
             self.attachments.row,
             widgets.HBox([self.send_button, self.stop_button, self.clear_button, self.attachments.upload]),
             self.status,
-            keyed(self.prompt, self.ask, self.attachments),
+            keyed(self.prompt, self.ask, "gatecell-send", self.attachments),
         )
         self._bubbles: dict[int, tuple[Turn, widgets.HTMLMath]] = {}  # id(turn) -> its bubble
         self.reply: LiveReply | None = None

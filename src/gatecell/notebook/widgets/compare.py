@@ -65,7 +65,7 @@ class ComparePanel(Panel):
             widgets.HBox([self.run_button, self.stop_button]),
             self.columns,
             self.status,
-            keyed(self.prompt, self.run),
+            keyed(self.prompt, self.run, "gatecell-compare-run"),
         )
         self.replies: dict[str, LiveReply] = {}
 

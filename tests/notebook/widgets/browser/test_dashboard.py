@@ -7,7 +7,10 @@ Screenshots go to docs/screenshots/ for the README.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from browsers import dashboard_page
 
 pytestmark = pytest.mark.browser
 
@@ -122,6 +125,55 @@ def test_ctrl_enter_and_shift_enter_send_from_the_keyboard(page):
     box.press("Enter")  # a plain Enter is a new line, as in any text box
     assert box.input_value() == "line one\n"
     box.fill("")
+
+
+class LaggingKernel:
+    """The kernel's messages to the page, held back while `hold` is set (a busy or loaded
+    kernel): ipywidgets then keeps a box's newest text in the page until the kernel has
+    answered its last change, while a button's click goes at once."""
+
+    def __init__(self) -> None:
+        self.hold = False
+        self.held: list[str | bytes] = []
+        self.page_side: Any = None
+
+    def route(self, page: Any) -> None:
+        page.route_web_socket("**/api/kernels/*/channels*", self.connect)
+
+    def connect(self, ws: Any) -> None:
+        self.page_side = ws
+        server = ws.connect_to_server()
+
+        def down(message: str | bytes) -> None:
+            if self.hold or self.held:
+                self.held.append(message)
+            else:
+                ws.send(message)
+
+        server.on_message(down)
+
+    def release(self) -> None:
+        while self.held:  # in order; what comes meanwhile queues behind
+            self.page_side.send(self.held.pop(0))
+        self.hold = False
+
+
+def test_send_asks_with_the_text_the_page_shows_while_the_kernel_lags(browser, voila_url):
+    """Under load the click reached the kernel before the box's text, and Send asked with the
+    text the box had before (a page of its own: the kernel's messages are routed)."""
+    kernel = LaggingKernel()
+    with dashboard_page(browser, voila_url, before=kernel.route) as page:
+        chat = page.locator(".gatecell-chat")
+        box = chat.locator(".gatecell-prompt textarea")
+        kernel.hold = True
+        box.fill("What is 6 times 7?")  # goes; the kernel's answer to it is held
+        box.fill("What is 5 times 5?")  # kept in the page until that answer comes
+        chat.locator("button.gatecell-send").click()
+        kernel.release()  # the click left the page before the box's text can
+        chat.locator(".gatecell-status", has_text="completion tokens").wait_for()
+        asked = chat.locator(".gatecell-user").all_inner_texts()
+        assert asked == ["You\nWhat is 5 times 5?"]  # the text shown when Send was clicked
+        chat.locator(".gatecell-assistant", has_text="5 * 5 = 25").wait_for()
 
 
 def test_a_reply_renders_as_markdown(page, screenshots):
