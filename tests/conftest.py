@@ -187,3 +187,15 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter) -> None:
     for line in _from_workers:
         terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C handled as Python's default does, for a test that interrupts its own process
+    (``_thread.interrupt_main``, a SIGINT to itself): a suite started with SIGINT ignored
+    (``nohup``, ``&``, some CI runners) would otherwise never raise KeyboardInterrupt."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from embedserver import KEY, vector
+from interrupts import python
 
 from gatecell.batch.embed import EmbedError
 from gatecell.wire.transport.errors import APIError, InvalidRequest
@@ -258,7 +259,7 @@ def test_ctrl_c_keeps_what_came_back_and_says_so_in_one_line(embed_server, gatew
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        python("-c", code), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     deadline = time.monotonic() + 60
     while server.requests < 3 and time.monotonic() < deadline:

@@ -21,6 +21,8 @@ from store_helpers import chat_body
 
 from gatecell.store import Store
 
+pytestmark = pytest.mark.usefixtures("ctrl_c")  # these tests interrupt their own process
+
 ROWS = 2_000_000  # a statement that runs well past the signal
 
 

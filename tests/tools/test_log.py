@@ -131,6 +131,7 @@ def cancel_order(order_id: str) -> str:
     return "cancelled"
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_a_chain_cut_by_ctrl_c_resumes_without_running_the_finished_calls_again(home, tool_server) -> None:
     import _thread
 

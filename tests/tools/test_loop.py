@@ -352,6 +352,7 @@ def test_async_awaits_coroutines_and_runs_sync_tools_in_threads(make, api: str, 
     ]
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_calls_run_ends_the_chain_and_keeps_what_was_done(make) -> None:
     import _thread
 
