@@ -7,8 +7,10 @@ A developer's GATECELL_BASE_URL (or OPENAI_*, or a GATECELL_MODEL default) would
 tutorials' kernels to a real gateway and change every stored output. nbval starts a
 notebook's kernel while pytest sets up its first cell, so the kernel is started here
 without those variables; the test process gets them back straight after. GATECELL_HOME
-stays: it is the run's temporary folder (the conftest.py at the root), so the kernels log
-there and not in the developer's data folder.
+becomes a folder of each tutorial's own inside the run's temporary one (the conftest.py at
+the root): the kernels log there, not in the developer's data folder, and a tutorial that
+reads the log (`%gatecell log --similar`) sees its own exchanges, not those of whatever
+tests ran before it in the same process.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
 def pytest_runtest_setup(item):
     cleared = [name for name in os.environ if name.startswith(_PREFIXES) and name != _KEPT]
     saved = {name: os.environ.pop(name) for name in cleared}
+    home = saved[_KEPT] = os.environ[_KEPT]
+    os.environ[_KEPT] = str(Path(home).with_name(f"home-{item.path.stem}"))
     try:
         yield
     finally:
